@@ -1,0 +1,203 @@
+"""Real crawls: ``scrapy crawl topic`` in a subprocess against local sites."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from topicspider.localsite import generate_site, page_html
+
+
+def test_multi_hundred_page_site_is_stored_whole_breadth_first(tmp_path, serve, crawl):
+    depths = generate_site(tmp_path / "site", pages=400, links_per_page=4, seed=7)
+    site = serve(tmp_path / "site")
+    deepest = max(depths.values())
+
+    result = crawl(site.url + "/", depth=deepest, settings={"CONCURRENT_REQUESTS": 1})
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    stored = result.pages()
+    assert len(stored) == 400
+    for path in depths:
+        assert stored[site.url + path] == f"Page {path}"
+    fetched = site.paths()
+    assert sorted(fetched) == sorted(depths), "every page requested exactly once"
+    order = [depths[path] for path in fetched]
+    assert order == sorted(order), "a deeper page was fetched before a shallower one"
+    assert result.report["pages_fetched"] == 400
+    assert result.report["pages_stored"] == 400
+
+
+def test_depth_limits_how_far_links_are_followed(tmp_path, serve, crawl):
+    depths = generate_site(tmp_path / "site", pages=60, links_per_page=2, seed=3)
+    site = serve(tmp_path / "site")
+
+    assert crawl(site.url + "/", depth=0).pages() == {site.url + "/": "Page /"}
+    one = crawl(site.url + "/", depth=1)
+    assert set(one.pages()) == {site.url + p for p, d in depths.items() if d <= 1}
+
+
+def test_default_depth_is_three(tmp_path, serve, crawl):
+    depths = generate_site(tmp_path / "site", pages=120, links_per_page=1, seed=5)
+    assert max(depths.values()) > 3
+    site = serve(tmp_path / "site")
+
+    result = crawl(site.url + "/")
+
+    assert set(result.pages()) == {site.url + p for p, d in depths.items() if d <= 3}
+
+
+@pytest.mark.parametrize("level_sync", [True, False])
+def test_depth_is_the_shortest_link_distance_under_concurrency(tmp_path, serve, crawl, level_sync):
+    # /target.html is 2 links away through the slow page, 3 through the fast ones. Found
+    # first through the fast path, it would be fetched at depth 3 and /leaf.html lost.
+    root = tmp_path / "site"
+    write(root / "index.html", page_html("Home", "", ["/slow.html", "/fast.html"]))
+    write(root / "slow.html", page_html("Slow", "", ["/target.html"]), "Delay: 1.5")
+    write(root / "fast.html", page_html("Fast", "", ["/a.html"]))
+    write(root / "a.html", page_html("A", "", ["/target.html"]))
+    write(root / "target.html", page_html("Target", "", ["/leaf.html"]))
+    write(root / "leaf.html", page_html("Leaf", "", []))
+    site = serve(root)
+
+    result = crawl(site.url + "/", depth=3, settings={"SCHEDULER_LEVEL_SYNC": level_sync})
+
+    assert (site.url + "/leaf.html" in result.pages()) is level_sync
+
+
+def write(path: Path, html: str | bytes, headers: str | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(html.encode("utf-8") if isinstance(html, str) else html)
+    if headers is not None:
+        path.with_name(path.name + ".headers").write_text(headers)
+
+
+def test_offsite_links_are_counted_but_never_followed(tmp_path, serve, crawl):
+    other = serve(_single_page(tmp_path / "other"))
+    write(tmp_path / "home" / "index.html", page_html("Home", "", [other.url + "/", "/in.html"]))
+    write(tmp_path / "home" / "in.html", page_html("In", "", [other.url + "/deeper.html"]))
+    home = serve(tmp_path / "home")
+
+    result = crawl(home.url + "/")
+
+    assert other.requests() == []
+    assert set(result.pages()) == {home.url + "/", home.url + "/in.html"}
+    assert result.report["links_offsite"] == 2
+    assert result.stats["links/offsite"] == 2
+
+
+def _single_page(root: Path) -> Path:
+    write(root / "index.html", page_html("Elsewhere", "", []))
+    return root
+
+
+def test_links_are_resolved_filtered_and_canonicalised(tmp_path, serve, crawl):
+    root = tmp_path / "site"
+    write(root / "index.html", """<html><head><title>Links</title><base href="/docs/"></head><body>
+        <a href="guide.html#part2">relative to base</a>
+        <a href='dir'>directory without slash</a>
+        <a href=q.html?b=2&amp;a=1>unquoted, query</a> <a href="q.html?a=1&b=2">same, sorted</a>
+        <a href="style.css">css</a> <a href="pic.JPG">image</a> <a href="setup.exe">exe</a>
+        <a href="javascript:void(0)">js</a> <a href="mailto:x@example.com">mail</a>
+        <a href="tel:+123">tel</a> <a href="data:text/html,hi">data</a>
+        <a href="/docs/data.json">json, served as HTML-less data</a>
+        </body></html>""")
+    write(root / "docs" / "guide.html", page_html("Guide", "", []))
+    write(root / "docs" / "dir" / "index.html", page_html("Dir", "", ["../guide.html"]))
+    write(root / "docs" / "q.html", page_html("Query", "", []))
+    write(root / "docs" / "style.css", "body {}")
+    site = serve(root)
+
+    result = crawl(site.url + "/")
+
+    assert result.pages() == {
+        site.url + "/": "Links",
+        site.url + "/docs/guide.html": "Guide",
+        site.url + "/docs/dir": "Dir",
+        site.url + "/docs/q.html?a=1&b=2": "Query",
+    }
+    fetched = site.paths()
+    # /docs/dir is answered with a redirect to /docs/dir/, which must still be fetched.
+    assert sorted(fetched) == sorted(["/", "/docs/guide.html", "/docs/dir", "/docs/dir/", "/docs/q.html?b=2&a=1"])
+    dropped = result.stats
+    assert dropped["links/dropped/extension"] == 4
+    assert dropped["links/dropped/scheme"] == 4
+
+
+def test_only_html_responses_are_parsed(tmp_path, serve, crawl):
+    root = tmp_path / "site"
+    write(root / "index.html", page_html("Home", "", ["/feed", "/page"]))
+    write(root / "feed", '<html><a href="/hidden.html">x</a></html>', "Content-Type: text/plain")
+    write(root / "page", page_html("Page", "", []), "Content-Type: text/html")
+    write(root / "hidden.html", page_html("Hidden", "", []))
+    site = serve(root)
+
+    result = crawl(site.url + "/")
+
+    assert "/hidden.html" not in site.paths()
+    assert set(result.pages()) == {site.url + "/", site.url + "/page"}
+    assert result.stats["pages/not_html"] == 1
+
+
+def test_rerun_updates_rows_without_duplicating(tmp_path, serve, crawl):
+    root = tmp_path / "site"
+    write(root / "index.html", page_html("First", "mail a@example.com", ["/b.html"]))
+    write(root / "b.html", page_html("B", "", []))
+    site = serve(root)
+    crawl(site.url + "/")
+    write(root / "index.html", page_html("Second", "mail b@example.com", ["/b.html"]))
+
+    result = crawl(site.url + "/")
+
+    assert result.rows("SELECT COUNT(*) FROM pages") == [(2,)]
+    assert result.pages()[site.url + "/"] == "Second"
+    emails = result.rows("SELECT email FROM emails JOIN pages ON pages.id = page_id WHERE url = ?", site.url + "/")
+    assert emails == [("b@example.com",)]
+
+
+def test_crawl_log_and_stats_file(tmp_path, serve, crawl):
+    generate_site(tmp_path / "site", pages=5, links_per_page=1)
+    site = serve(tmp_path / "site")
+
+    result = crawl(site.url + "/", depth=5)
+
+    lines = [line.split("\t") for line in (result.workdir / "crawl.log").read_text().splitlines()]
+    pages = [fields for fields in lines if not fields[1].endswith("/robots.txt")]
+    assert len(pages) == 5
+    for timestamp, url, status, depth in pages:
+        assert timestamp.startswith("20") and timestamp.endswith("+00:00")
+        assert url.startswith(site.url) and status == "200" and int(depth) >= 0
+    report = result.report
+    assert report["pages_fetched"] == 5 and report["pages_stored"] == 5
+    assert report["elapsed_seconds"] > 0
+    assert report["pages_per_second"] == pytest.approx(5 / report["elapsed_seconds"], rel=0.02)
+    assert "topicspider crawl report" in result.stdout
+
+
+def test_unreachable_seed_is_logged_and_the_crawl_still_reports(tmp_path, serve, crawl):
+    generate_site(tmp_path / "site", pages=3, links_per_page=1)
+    site = serve(tmp_path / "site")
+    dead = "http://127.0.0.1:9/"  # the discard port: nothing listens there
+
+    result = crawl(f"{dead},{site.url}/", settings={"RETRY_TIMES": 0})
+
+    assert result.returncode == 0
+    assert "Could not fetch http://127.0.0.1:9/" in result.stderr
+    assert result.report["errors"] >= 1
+    assert len(result.pages()) == 3
+
+
+def test_a_page_that_fails_to_parse_does_not_stop_the_crawl(tmp_path, serve, crawl):
+    root = tmp_path / "site"
+    write(root / "index.html", page_html("Home", "", ["/bad.html", "/empty.html", "/good.html"]))
+    write(root / "bad.html", bytes(range(256)) * 40, "Content-Type: text/html")
+    write(root / "empty.html", b"")
+    write(root / "good.html", page_html("Good", "", []))
+    site = serve(root)
+
+    result = crawl(site.url + "/")
+
+    assert result.returncode == 0
+    assert result.pages()[site.url + "/good.html"] == "Good"
+    assert result.stats.get("spider_exceptions/count", 0) == 0

@@ -1,0 +1,88 @@
+"""Checks for spider arguments and project settings, run before any request is made.
+
+Every check raises :class:`ConfigError` with the bad value in its message, so the
+``crawl`` command can print one line and exit non-zero before the crawl starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from topicspider.urls import BadURL, request_url
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+class ConfigError(ValueError):
+    """A bad spider argument, setting or file, found before crawling."""
+
+
+def parse_seeds(value: str) -> list[str]:
+    """Seed URLs from ``URL[,URL...]`` or ``@file`` (one URL a line, ``#`` comments)."""
+    value = value.strip()
+    if value.startswith("@"):
+        candidates = _read_seed_file(Path(value[1:]))
+    else:
+        candidates = [part.strip() for part in value.split(",") if part.strip()]
+    if not candidates:
+        raise ConfigError("no seed URLs given: use -a seeds=URL[,URL...] or -a seeds=@file")
+    seeds: dict[str, None] = {}
+    for candidate in candidates:
+        try:
+            seeds.setdefault(request_url(candidate), None)
+        except BadURL as exc:
+            raise ConfigError(f"bad seed URL {exc}") from None
+    return list(seeds)
+
+
+def _read_seed_file(path: Path) -> list[str]:
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read seed file {str(path)!r}: {exc}") from None
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def parse_depth(value: str | int) -> int:
+    """A crawl depth: a whole number, 0 meaning the seeds alone."""
+    try:
+        depth = int(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"depth must be a whole number, got {value!r}") from None
+    if depth < 0:
+        raise ConfigError(f"depth must be 0 or more, got {depth}")
+    return depth
+
+
+def get_int(settings: BaseSettings, name: str, minimum: int) -> int:
+    """An integer setting of at least ``minimum``."""
+    raw = settings.get(name)
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def get_float(settings: BaseSettings, name: str, minimum: float) -> float:
+    """A number setting of at least ``minimum``."""
+    raw = settings.get(name)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if not value >= minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def get_bool(settings: BaseSettings, name: str) -> bool:
+    """A boolean setting; anything but the usual spellings is an error."""
+    try:
+        return settings.getbool(name)
+    except ValueError:
+        raise ConfigError(f"{name} must be true or false, got {settings.get(name)!r}") from None

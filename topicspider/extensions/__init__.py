@@ -1,0 +1,1 @@
+"""Scrapy extensions, one per module."""

@@ -1,0 +1,89 @@
+"""The crawl report: printed at close and written as JSON to ``STATS_FILE``.
+
+Enabled by ``topicspider.extensions.report.CrawlReport`` in ``EXTENSIONS``. An empty
+``STATS_FILE`` prints the report without writing it. The JSON holds the summary
+under ``report`` and every Scrapy stat under ``stats``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+
+from topicspider.storage import mask_url
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+ERROR_PREFIXES = ("fetch/errors/",)
+ERROR_KEYS = ("spider_exceptions/count", "storage/pages_failed")
+
+
+def summarize(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
+    """The report's figures from a crawl's stats."""
+    fetched = stats.get("pages/fetched", 0)
+    errors = sum(v for k, v in stats.items() if k.startswith(ERROR_PREFIXES))
+    errors += sum(stats.get(key, 0) for key in ERROR_KEYS)
+    return {
+        "pages_fetched": fetched,
+        "pages_stored": stats.get("storage/pages_written", 0),
+        "emails_stored": stats.get("storage/emails_written", 0),
+        "errors": errors,
+        "links_insite": stats.get("links/insite", 0),
+        "links_offsite": stats.get("links/offsite", 0),
+        "elapsed_seconds": round(elapsed, 3),
+        "pages_per_second": round(fetched / elapsed, 2) if elapsed > 0 else 0.0,
+        "finish_reason": stats.get("finish_reason", ""),
+    }
+
+
+class CrawlReport:
+    def __init__(self, crawler: Crawler) -> None:
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        self.path = crawler.settings.get("STATS_FILE") or ""
+        self.database_url = crawler.settings.get("DATABASE_URL") or ""
+        self.crawl_log = crawler.settings.get("CRAWL_LOG") or ""
+        self.started = monotonic()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CrawlReport:
+        extension = cls(crawler)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_opened(self) -> None:
+        self.started = monotonic()
+
+    def spider_closed(self, reason: str) -> None:
+        stats = dict(self.stats.get_stats())
+        stats.setdefault("finish_reason", reason)
+        report = summarize(stats, monotonic() - self.started)
+        sys.stdout.write(self._render(report))
+        sys.stdout.flush()
+        if self.path:
+            document = {"report": report, "stats": stats}
+            try:
+                Path(self.path).write_text(json.dumps(document, indent=2, default=str, sort_keys=True) + "\n", encoding="utf-8")
+            except OSError as exc:
+                logger.error("Could not write STATS_FILE %s: %s", self.path, exc)
+
+    def _render(self, report: dict[str, Any]) -> str:
+        lines = ["", "topicspider crawl report"]
+        lines += [f"  {key.replace('_', ' '):<18} {value}" for key, value in report.items()]
+        lines.append(f"  {'database':<18} {mask_url(self.database_url)}")
+        if self.crawl_log:
+            lines.append(f"  {'crawl log':<18} {self.crawl_log}")
+        if self.path:
+            lines.append(f"  {'stats file':<18} {self.path}")
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,22 @@
+"""The item topicspider emits for every stored page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class PageItem:
+    """One fetched HTML page. ``url`` is the canonical URL, the page's identity."""
+
+    url: str
+    title: str
+    depth: int
+    http_status: int
+    fetched_at: str
+    text: str
+    emails: list[str] = field(default_factory=list)
+    relevance: float | None = None
+    content_type: str = ""
+    encoding: str = ""
+    content_length: int = 0

@@ -1,0 +1,169 @@
+"""A local web site for the demo, the tests and the benchmarks: a static HTTP server
+with a request log, and a generator of sites with a known link graph.
+
+Run ``python -m topicspider.localsite ROOT [--port 0] [--log FILE]``; it prints the port
+it listens on as its first line. Files are served from ``ROOT``; a sidecar file
+``NAME.headers`` holds extra ``Header: value`` lines for ``NAME`` (``Status: 503`` sets
+the status, ``Delay: 0.5`` answers half a second late). Each request is logged as one JSON line: start and end times, method,
+path, Host and User-Agent headers, status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import threading
+import time
+from collections import deque
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO, Any
+
+
+class SiteHandler(SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    log_file: IO[str] | None = None
+    log_lock = threading.Lock()
+
+    def handle_one_request(self) -> None:
+        self._started = time.time()
+        self._status = 0
+        super().handle_one_request()
+        if self._status and self.log_file is not None:
+            self._log_request()
+
+    def _log_request(self) -> None:
+        record = {
+            "start": self._started, "end": time.time(), "method": self.command,
+            "path": self.path, "host": self.headers.get("Host", ""),
+            "user_agent": self.headers.get("User-Agent", ""), "status": self._status,
+        }
+        assert self.log_file is not None
+        with self.log_lock:
+            self.log_file.write(json.dumps(record) + "\n")
+            self.log_file.flush()
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self._status = code
+        super().send_response(code, message)
+
+    def send_head(self) -> Any:
+        extra = self._sidecar_headers()
+        delay = extra.pop("Delay", None)
+        if delay is not None:
+            time.sleep(float(delay))  # a slow server, in this handler's own thread
+        status = extra.pop("Status", None)
+        if status is not None:
+            body = f"status {status}\n".encode()
+            self.send_response(int(status))
+            for name, value in extra.items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return None
+        self._extra_headers = extra
+        return super().send_head()
+
+    def end_headers(self) -> None:
+        extra, self._extra_headers = getattr(self, "_extra_headers", {}), {}
+        for name, value in extra.items():
+            self.send_header(name, value)
+        super().end_headers()
+
+    def send_header(self, keyword: str, value: str) -> None:
+        # A sidecar Content-Type replaces the guessed one instead of adding a second.
+        if keyword.lower() == "content-type" and "Content-Type" in getattr(self, "_extra_headers", {}):
+            return
+        super().send_header(keyword, value)
+
+    def _sidecar_headers(self) -> dict[str, str]:
+        path = Path(self.translate_path(self.path))
+        if path.is_dir():
+            path = path / "index.html"
+        sidecar = path.with_name(path.name + ".headers")
+        if not sidecar.is_file():
+            return {}
+        headers = {}
+        for line in sidecar.read_text(encoding="utf-8").splitlines():
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip()] = value.strip()
+        return headers
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def serve(root: Path, port: int, log_path: Path | None) -> None:
+    if log_path is not None:
+        SiteHandler.log_file = log_path.open("a", encoding="utf-8")
+    handler = partial(SiteHandler, directory=str(root))
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+def page_html(title: str, body: str, links: list[str]) -> str:
+    anchors = "\n".join(f'<li><a href="{href}">link to {href}</a></li>' for href in links)
+    return (
+        f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>"
+        f"<body><h1>{title}</h1><p>{body}</p><ul>{anchors}</ul></body></html>\n"
+    )
+
+
+def generate_site(root: Path, pages: int, links_per_page: int, seed: int = 0) -> dict[str, int]:
+    """Write ``pages`` linked pages under ``root`` (``index.html`` and ``p1.html``…) and
+    return each page's path with its breadth-first depth from ``/``.
+
+    Every page links to ``links_per_page`` random pages; a spanning tree makes every page
+    reachable, so the returned depths are the shortest link distances.
+    """
+    rng = random.Random(seed)
+    names = ["/"] + [f"/p{i}.html" for i in range(1, pages)]
+    links: dict[str, list[str]] = {name: [] for name in names}
+    for index in range(1, pages):
+        links[names[rng.randrange(index)]].append(names[index])
+    for name in names:
+        links[name] += rng.sample(names, min(links_per_page, pages))
+    root.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        target = root / ("index.html" if name == "/" else name.lstrip("/"))
+        body = f"Page {name} of a generated site. Contact: webmaster@example.com"
+        target.write_text(page_html(f"Page {name}", body, links[name]), encoding="utf-8")
+    return _bfs_depths(links)
+
+
+def _bfs_depths(links: dict[str, list[str]]) -> dict[str, int]:
+    depths = {"/": 0}
+    queue = deque(["/"])
+    while queue:
+        page = queue.popleft()
+        for target in links[page]:
+            if target not in depths:
+                depths[target] = depths[page] + 1
+                queue.append(target)
+    return depths
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--log", type=Path)
+    options = parser.parse_args(argv)
+    if not options.root.is_dir():
+        parser.error(f"{options.root} is not a directory")
+    try:
+        serve(options.root, options.port, options.log)
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Downloader middlewares, one per module."""

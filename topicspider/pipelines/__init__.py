@@ -1,0 +1,1 @@
+"""Item pipelines, one per module."""

@@ -1,0 +1,58 @@
+"""topicspider's settings: Scrapy's, tuned for a polite breadth-first crawl, and the
+project's own. Every default the project adds lives here and in the README's table."""
+
+from topicspider import __version__
+
+BOT_NAME = "topicspider"
+SPIDER_MODULES = ["topicspider.spiders"]
+NEWSPIDER_MODULE = "topicspider.spiders"
+COMMANDS_MODULE = "topicspider.commands"
+
+# Identity and politeness.
+USER_AGENT = f"topicspider/{__version__} (+https://github.com/topicspider/topicspider)"
+ROBOTSTXT_OBEY = True
+DOWNLOAD_DELAY = 2.0
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 2
+DOWNLOAD_TIMEOUT = 30
+# A hostile or broken page must not exhaust memory.
+DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
+
+# Breadth-first: lower priority per level, first in first out within a level.
+DEPTH_PRIORITY = 1
+DEPTH_LIMIT = 0  # the spider enforces -a depth itself; 0 here means "no extra limit"
+SCHEDULER = "topicspider.scheduler.LevelScheduler"
+SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+
+REQUEST_FINGERPRINTER_CLASS = "topicspider.fingerprint.CanonicalURLFingerprinter"
+DUPEFILTER_CLASS = "topicspider.dupefilter.CanonicalDupeFilter"
+
+DOWNLOADER_MIDDLEWARES = {
+    # After HttpCompressionMiddleware (590) has decoded the body.
+    "topicspider.middlewares.encoding.EncodingMiddleware": 585,
+}
+ITEM_PIPELINES = {
+    "topicspider.pipelines.storage.StoragePipeline": 800,
+}
+EXTENSIONS = {
+    "topicspider.extensions.crawllog.CrawlLog": 500,
+    "topicspider.extensions.report.CrawlReport": 510,
+}
+
+LOG_LEVEL = "INFO"
+# Both would open a port that runs code inside the crawler; off unless asked for.
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
+FEED_EXPORT_ENCODING = "utf-8"
+
+# topicspider's own settings (documented in README.md).
+URL_STRIP_TRAILING_SLASH = True
+SCHEDULER_LEVEL_SYNC = True
+EXTRACT_TEXT_MAX_CHARS = 200_000
+DATABASE_URL = "sqlite:///topicspider.db"
+STORAGE_BATCH_SIZE = 100
+STORAGE_FLUSH_INTERVAL = 2.0
+CRAWL_LOG = "crawl.log"
+STATS_FILE = "stats.json"

@@ -1,0 +1,141 @@
+"""The ``topic`` spider: breadth-first, same-site crawl from seed URLs.
+
+``scrapy crawl topic -a seeds=URL[,URL...]|@file -a depth=N``. Settings it reads:
+``URL_STRIP_TRAILING_SLASH``, ``EXTRACT_TEXT_MAX_CHARS``. Stats: ``links/insite``,
+``links/offsite``, ``links/dropped/<reason>``, ``pages/fetched``, ``pages/not_html``,
+``pages/offsite_redirect``, ``fetch/errors/<reason>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import scrapy
+from scrapy.http import HtmlResponse, Request, Response
+from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.response import get_base_url
+from twisted.python.failure import Failure
+
+from topicspider.config import get_bool, get_int, parse_depth, parse_seeds
+from topicspider.extract import extract_emails, extract_links, extract_text, extract_title
+from topicspider.items import PageItem
+from topicspider.urls import BadURL, canonical_url, non_page_reason, request_url, site_of
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+def is_html(response: Response) -> bool:
+    """An HTML response, by its Content-Type; by its body only when it has none."""
+    if not isinstance(response, HtmlResponse):
+        return False
+    header = response.headers.get(b"Content-Type")
+    if header is None:
+        return True
+    return header.split(b";")[0].strip().lower().decode("latin-1") in HTML_TYPES
+
+
+class TopicSpider(scrapy.Spider):
+    name = "topic"
+
+    def __init__(self, seeds: str = "", depth: str | int = 3, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.seed_urls = parse_seeds(seeds)
+        self.max_depth = parse_depth(depth)
+
+    @classmethod
+    def check_arguments(cls, seeds: str = "", depth: str | int = 3, **_: Any) -> None:
+        """Raise :class:`~topicspider.config.ConfigError` for bad ``-a`` arguments."""
+        parse_seeds(seeds)
+        parse_depth(depth)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TopicSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        settings = crawler.settings
+        spider.strip_trailing_slash = get_bool(settings, "URL_STRIP_TRAILING_SLASH")
+        spider.text_max_chars = get_int(settings, "EXTRACT_TEXT_MAX_CHARS", minimum=1)
+        return spider
+
+    async def start(self) -> AsyncIterator[Request]:
+        for url in self.seed_urls:
+            yield self._request(url, site_of(url), depth=0)
+
+    def _request(self, url: str, site: str, **meta: Any) -> Request:
+        return Request(url, callback=self.parse, errback=self.on_error, meta={"site": site, **meta})
+
+    def _count(self, key: str, count: int = 1) -> None:
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value(key, count)
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        self._count("pages/fetched")
+        depth: int = response.meta.get("depth", 0)
+        site: str = response.meta["site"]
+        if depth == 0:
+            # A seed that redirects, e.g. to its www. host, defines the site it lands on.
+            site = site_of(response.url)
+        elif site_of(response.url) != site:
+            self._count("pages/offsite_redirect")
+            return
+        if not is_html(response):
+            self._count("pages/not_html")
+            return
+        root = response.selector.root
+        yield self._page_item(response, root, depth)
+        yield from self._follow(response, root, site, depth)
+
+    def _page_item(self, response: HtmlResponse, root: Any, depth: int) -> PageItem:
+        text = extract_text(root, self.text_max_chars)
+        return PageItem(
+            url=canonical_url(response.url, self.strip_trailing_slash),
+            title=extract_title(root),
+            depth=depth,
+            http_status=response.status,
+            fetched_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            text=text,
+            emails=extract_emails(root, text),
+            content_type=response.headers.get(b"Content-Type", b"").decode("latin-1"),
+            encoding=response.encoding,
+            content_length=len(response.body),
+        )
+
+    def _follow(self, response: HtmlResponse, root: Any, site: str, depth: int) -> Iterator[Request]:
+        seen: set[str] = set()
+        for link in extract_links(root, get_base_url(response)):
+            reason = non_page_reason(link.url)
+            if reason is not None:
+                self._count(f"links/dropped/{reason}")
+                continue
+            try:
+                url = request_url(link.url)
+            except BadURL:
+                self._count("links/dropped/malformed")
+                continue
+            identity = canonical_url(url, self.strip_trailing_slash)
+            if identity in seen:
+                continue
+            seen.add(identity)
+            if site_of(url) != site:
+                self._count("links/offsite")
+                continue
+            self._count("links/insite")
+            if depth < self.max_depth:
+                yield self._request(url, site)
+
+    def on_error(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]
+        if failure.check(HttpError):
+            status = failure.value.response.status
+            self._count("pages/fetched")
+            self._count(f"fetch/errors/http_{status}")
+            self.logger.debug("HTTP %d for %s", status, request.url)
+            return
+        reason = failure.type.__name__ if failure.type else "unknown"
+        self._count(f"fetch/errors/{reason}")
+        self.logger.warning("Could not fetch %s: %s", request.url, failure.getErrorMessage())

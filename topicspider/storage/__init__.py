@@ -1,0 +1,68 @@
+"""Storage backends behind ``DATABASE_URL``.
+
+A backend is a small synchronous class (:class:`Store`); the storage pipeline runs it
+on a thread of its own, so a backend never has to think about the reactor. Adding a
+backend means one module and one entry in :data:`BACKENDS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from importlib import import_module
+from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from topicspider.config import ConfigError
+from topicspider.items import PageItem
+
+# scheme -> "module:Class", imported only when used so an unused backend's driver
+# need not be installed.
+BACKENDS: dict[str, str] = {
+    "sqlite": "topicspider.storage.sqlite:SQLiteStore",
+}
+
+
+class StorageError(RuntimeError):
+    """The database refused or lost a write."""
+
+
+class Store(Protocol):
+    """What the storage pipeline needs from a backend. Calls come from one thread."""
+
+    def write_pages(self, pages: Sequence[PageItem]) -> int:
+        """Insert or update ``pages`` and their e-mails in one transaction; return the
+        number of e-mail rows written."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def mask_url(database_url: str) -> str:
+    """``database_url`` with any password replaced by ``***``, fit for logs."""
+    parts = urlsplit(database_url)
+    if parts.password is None:
+        return database_url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+def backend_for(database_url: str) -> Callable[[str], Store]:
+    """The backend class for ``database_url``; :class:`ConfigError` for an unknown scheme."""
+    scheme = urlsplit(database_url).scheme.lower().split("+", 1)[0]
+    target = BACKENDS.get(scheme)
+    if target is None:
+        known = ", ".join(f"{name}://" for name in sorted(BACKENDS))
+        raise ConfigError(
+            f"DATABASE_URL {mask_url(database_url)!r}: unknown scheme {scheme!r} (known: {known})"
+        )
+    module_name, class_name = target.split(":")
+    return getattr(import_module(module_name), class_name)
+
+
+def open_store(database_url: str) -> Store:
+    """Connect to ``database_url`` and create the schema if it is absent.
+
+    Raises :class:`ConfigError` when the URL is bad or the database cannot be opened.
+    """
+    return backend_for(database_url)(database_url)

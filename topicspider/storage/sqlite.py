@@ -1,0 +1,134 @@
+"""The embedded SQLite backend, the default (``DATABASE_URL=sqlite:///topicspider.db``).
+
+``sqlite:///relative/path.db`` is relative to the working directory and
+``sqlite:////absolute/path.db`` is absolute, as in SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from topicspider.config import ConfigError
+from topicspider.items import PageItem
+from topicspider.storage import StorageError
+
+SCHEMA_VERSION = 1
+# Each entry upgrades the schema from version N-1 to N; never edit a released one.
+MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE pages (
+        id INTEGER PRIMARY KEY,
+        url TEXT NOT NULL UNIQUE,
+        title TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        http_status INTEGER NOT NULL,
+        fetched_at TEXT NOT NULL,
+        relevance REAL,
+        text TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        encoding TEXT NOT NULL,
+        content_length INTEGER NOT NULL
+    );
+    CREATE TABLE emails (
+        page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+        email TEXT NOT NULL,
+        UNIQUE (page_id, email)
+    );
+    CREATE INDEX emails_by_email ON emails (email);
+    CREATE INDEX pages_by_fetched_at ON pages (fetched_at);
+    """,
+}
+
+UPSERT_PAGE = """
+INSERT INTO pages (url, title, depth, http_status, fetched_at, relevance, text,
+                   content_type, encoding, content_length)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (url) DO UPDATE SET
+    title = excluded.title, depth = MIN(pages.depth, excluded.depth),
+    http_status = excluded.http_status, fetched_at = excluded.fetched_at,
+    relevance = excluded.relevance, text = excluded.text,
+    content_type = excluded.content_type, encoding = excluded.encoding,
+    content_length = excluded.content_length
+"""
+# SQLite's default limit on host parameters is 999 in old builds.
+ID_CHUNK = 500
+
+
+def sqlite_path(database_url: str) -> str:
+    """The file path in ``sqlite:///path``; ``:memory:`` is refused (nothing would be kept)."""
+    parts = urlsplit(database_url)
+    if parts.netloc:
+        raise ConfigError(f"DATABASE_URL {database_url!r}: use sqlite:///path (three slashes)")
+    path = unquote(parts.path)[1:]
+    if not path or path == ":memory:":
+        raise ConfigError(f"DATABASE_URL {database_url!r}: needs a file path, e.g. sqlite:///topicspider.db")
+    return path
+
+
+class SQLiteStore:
+    def __init__(self, database_url: str) -> None:
+        path = sqlite_path(database_url)
+        if not Path(path).parent.resolve().is_dir():
+            raise ConfigError(f"DATABASE_URL {database_url!r}: directory {str(Path(path).parent)!r} does not exist")
+        try:
+            # The pipeline opens, writes and closes from one thread, but not the one
+            # that imported this module.
+            self.connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self.connection.execute("PRAGMA journal_mode = WAL")
+            self.connection.execute("PRAGMA synchronous = NORMAL")
+            self.connection.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise ConfigError(f"DATABASE_URL {database_url!r}: cannot open: {exc}") from None
+
+    def _migrate(self) -> None:
+        current = self.connection.execute("PRAGMA user_version").fetchone()[0]
+        if current > SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(
+                f"schema version {current} is newer than this topicspider ({SCHEMA_VERSION})"
+            )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            self.connection.executescript(
+                f"BEGIN; {MIGRATIONS[version]}; PRAGMA user_version = {version}; COMMIT;"
+            )
+
+    def write_pages(self, pages: Sequence[PageItem]) -> int:
+        try:
+            return self._write(pages)
+        except sqlite3.Error as exc:
+            raise StorageError(str(exc)) from exc
+
+    def _write(self, pages: Sequence[PageItem]) -> int:
+        cursor = self.connection.cursor()
+        cursor.execute("BEGIN IMMEDIATE")
+        try:
+            cursor.executemany(UPSERT_PAGE, [
+                (p.url, p.title, p.depth, p.http_status, p.fetched_at, p.relevance, p.text,
+                 p.content_type, p.encoding, p.content_length)
+                for p in pages
+            ])
+            ids = self._page_ids(cursor, [p.url for p in pages])
+            cursor.executemany("DELETE FROM emails WHERE page_id = ?", [(i,) for i in ids.values()])
+            rows = [(ids[p.url], email) for p in pages for email in p.emails]
+            cursor.executemany("INSERT OR IGNORE INTO emails (page_id, email) VALUES (?, ?)", rows)
+            cursor.execute("COMMIT")
+        except BaseException:
+            cursor.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    @staticmethod
+    def _page_ids(cursor: sqlite3.Cursor, urls: list[str]) -> dict[str, int]:
+        ids: dict[str, int] = {}
+        for start in range(0, len(urls), ID_CHUNK):
+            chunk = urls[start:start + ID_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            ids.update((url, page_id) for page_id, url in cursor.execute(
+                f"SELECT id, url FROM pages WHERE url IN ({marks})", chunk))
+        return ids
+
+    def close(self) -> None:
+        self.connection.close()

@@ -1,0 +1,130 @@
+"""URL logic with no Scrapy dependency: canonical form, site identity and link filtering.
+
+The canonical form is the identity of a URL everywhere in topicspider (storage keys,
+de-duplication); the URL that is actually requested keeps its trailing slash so that
+servers which redirect ``/a`` to ``/a/`` are not asked twice.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import posixpath
+from functools import lru_cache
+from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+import tldextract
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+from w3lib.url import canonicalize_url, safe_url_string
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+PAGE_SCHEMES = frozenset(DEFAULT_PORTS)
+NON_PAGE_EXTENSIONS = frozenset(IGNORED_EXTENSIONS) | {
+    "woff", "woff2", "ttf", "otf", "eot", "json", "xml", "rss", "atom", "gz", "tgz",
+    "deb", "rpm", "csv", "txt", "map", "wasm", "torrent",
+}
+
+# The bundled Public Suffix List snapshot, never refreshed over the network: a crawl's
+# idea of "same site" must not depend on what a remote server answers today.
+_PSL = tldextract.TLDExtract(
+    suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
+)
+
+
+class BadURL(ValueError):
+    """A URL that cannot be crawled: wrong scheme, no host, bad port."""
+
+
+def _split(url: str) -> SplitResult:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in PAGE_SCHEMES:
+        raise BadURL(f"{url!r}: scheme must be http or https")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise BadURL(f"{url!r}: {exc}") from None
+    if not parts.hostname:
+        raise BadURL(f"{url!r}: no host")
+    if port == 0:
+        raise BadURL(f"{url!r}: port 0")
+    return parts._replace(scheme=scheme)
+
+
+def _netloc(parts: SplitResult) -> str:
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    if port is None or DEFAULT_PORTS.get(parts.scheme) == port:
+        return host
+    return f"{host}:{port}"
+
+
+def request_url(url: str) -> str:
+    """The form of ``url`` to request: safe-quoted, no fragment, host lower-cased.
+
+    Raises :class:`BadURL` when the URL is not an http(s) URL with a host.
+    """
+    try:
+        safe = safe_url_string(url.strip())
+    except ValueError as exc:
+        raise BadURL(f"{url!r}: {exc}") from None
+    parts = _split(safe)
+    return urlunsplit(parts._replace(netloc=_netloc(parts), path=parts.path or "/", fragment=""))
+
+
+def canonical_url(url: str, strip_trailing_slash: bool = True) -> str:
+    """The identity of ``url``: what :func:`request_url` gives, plus a sorted query and
+    normalised percent-escapes, and with ``/a/`` equal to ``/a`` unless disabled."""
+    parts = urlsplit(canonicalize_url(request_url(url), keep_blank_values=True))
+    path = parts.path or "/"
+    if strip_trailing_slash and len(path) > 1:
+        path = path.rstrip("/") or "/"
+    return urlunsplit(parts._replace(path=path))
+
+
+def host_port(url: str) -> str:
+    """``host[:port]`` of an already-requestable URL, default port omitted."""
+    return _netloc(urlsplit(url))
+
+
+@lru_cache(maxsize=65536)
+def _site(host: str, netloc: str) -> str:
+    if "." not in host or _is_ip(host):
+        return netloc
+    return _PSL(host).top_domain_under_public_suffix or netloc
+
+
+def site_of(url: str) -> str:
+    """The site a URL belongs to: its registrable domain from the Public Suffix List.
+
+    An IP address, ``localhost`` or any host with no registrable domain is its own
+    site, and then the port is part of it.
+    """
+    parts = urlsplit(url)
+    return _site(parts.hostname or "", _netloc(parts))
+
+
+def has_public_suffix(domain: str) -> bool:
+    """True when ``domain`` is a name under a known public suffix (``a.com``, not ``2x.png``)."""
+    return bool(_PSL(domain).top_domain_under_public_suffix)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def non_page_reason(url: str) -> str | None:
+    """Why ``url`` is not worth fetching as a page (``scheme`` or ``extension``), or None."""
+    scheme, sep, rest = url.partition(":")
+    if not sep or scheme.lower() not in PAGE_SCHEMES:
+        return "scheme"
+    path = urlsplit(url).path
+    extension = posixpath.splitext(path)[1][1:].lower()
+    if extension in NON_PAGE_EXTENSIONS or path.lower().endswith(".tar.gz"):
+        return "extension"
+    return None
