@@ -79,6 +79,14 @@ class CrawlResult:
         return dict(self.rows("SELECT url, title FROM pages"))
 
 
+def run_scrapy(arguments: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m scrapy ARGUMENTS`` in ``cwd``, with the project's settings."""
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "topicspider.settings",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "scrapy", *arguments], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
 @pytest.fixture
 def crawl(tmp_path: Path) -> Any:
     """``crawl(seeds, depth=..., settings={...})`` runs ``scrapy crawl topic`` in a
@@ -88,14 +96,12 @@ def crawl(tmp_path: Path) -> Any:
 
     def run(seeds: str, *, depth: int | str | None = None, settings: dict[str, Any] | None = None,
             timeout: float = 120) -> CrawlResult:
-        command = [sys.executable, "-m", "scrapy", "crawl", "topic", "-a", f"seeds={seeds}"]
+        arguments = ["crawl", "topic", "-a", f"seeds={seeds}"]
         if depth is not None:
-            command += ["-a", f"depth={depth}"]
+            arguments += ["-a", f"depth={depth}"]
         for name, value in {"DOWNLOAD_DELAY": 0, **(settings or {})}.items():
-            command += ["-s", f"{name}={value}"]
-        env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "topicspider.settings",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-        done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+            arguments += ["-s", f"{name}={value}"]
+        done = run_scrapy(arguments, workdir, timeout)
         return CrawlResult(done.returncode, done.stdout, done.stderr, workdir)
 
     return run

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import run_scrapy
+from test_encoding import FIXTURES, TITLES
 
 from topicspider.localsite import generate_site, page_html
 
@@ -201,3 +203,43 @@ def test_a_page_that_fails_to_parse_does_not_stop_the_crawl(tmp_path, serve, cra
     assert result.returncode == 0
     assert result.pages()[site.url + "/good.html"] == "Good"
     assert result.stats.get("spider_exceptions/count", 0) == 0
+
+
+def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):
+    site = serve(FIXTURES)
+
+    result = crawl(site.url + "/index.html", depth=1)
+
+    stored = result.pages()
+    for name, title in TITLES.items():
+        assert stored[f"{site.url}/{name}"] == title
+    texts = dict(result.rows("SELECT url, text FROM pages"))
+    assert "朱镕基" in texts[site.url + "/gbk-declared-utf8.html"]
+    assert result.rows("SELECT DISTINCT email FROM emails ORDER BY email") == [
+        ("service@example.cn",), ("service@example.tw",)]
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["-a", "seeds=ftp://example.com/"], "bad seed URL 'ftp://example.com/': scheme must be http or https"),
+    (["-a", "seeds=http://"], "bad seed URL 'http://': no host"),
+    (["-a", "seeds="], "no seed URLs given"),
+    (["-a", "seeds=@missing.txt"], "cannot read seed file 'missing.txt'"),
+    (["-a", "depth=-1"], "depth must be 0 or more, got -1"),
+    (["-a", "depth=two"], "depth must be a whole number, got 'two'"),
+    (["-s", "DATABASE_URL=postgres://me:hunter2@db/x"], "DATABASE_URL 'postgres://me:***@db/x': unknown scheme 'postgres'"),
+    (["-s", "DATABASE_URL=sqlite:////no/such/dir/x.db"], "directory '/no/such/dir' does not exist"),
+    (["-s", "STORAGE_BATCH_SIZE=0"], "STORAGE_BATCH_SIZE must be at least 1, got 0"),
+    (["-s", "URL_STRIP_TRAILING_SLASH=maybe"], "URL_STRIP_TRAILING_SLASH must be true or false, got 'maybe'"),
+])
+def test_bad_input_gets_one_error_line_before_any_request(tmp_path, serve, arguments, message):
+    generate_site(tmp_path / "site", pages=2, links_per_page=1)
+    site = serve(tmp_path / "site")
+
+    done = run_scrapy(["crawl", "topic", "-a", f"seeds={site.url}/", *arguments], tmp_path)
+
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and errors[0].startswith("topicspider: error: ")
+    assert message in errors[0]
+    assert "hunter2" not in done.stderr + done.stdout
+    assert site.requests() == []

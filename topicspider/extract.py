@@ -82,7 +82,7 @@ def extract_text(root: HtmlElement, max_chars: int) -> str:
             chunks.append(node.text)
         stack.append((node, True))
         stack.extend((child, False) for child in reversed(node))
-    return normalize_space("".join(chunks))[:max_chars]
+    return normalize_space("".join(chunks))[:max_chars].rstrip()
 
 
 def emails_in_text(text: str) -> list[str]:

@@ -9,7 +9,8 @@ NEWSPIDER_MODULE = "topicspider.spiders"
 COMMANDS_MODULE = "topicspider.commands"
 
 # Identity and politeness.
-USER_AGENT = f"topicspider/{__version__} (+https://github.com/topicspider/topicspider)"
+# Name and version; operators add a contact URL of theirs, e.g. "topicspider/0.1.0 (+https://you.example/bot)".
+USER_AGENT = f"topicspider/{__version__}"
 ROBOTSTXT_OBEY = True
 DOWNLOAD_DELAY = 2.0
 CONCURRENT_REQUESTS = 16

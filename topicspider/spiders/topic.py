@@ -3,7 +3,7 @@
 ``scrapy crawl topic -a seeds=URL[,URL...]|@file -a depth=N``. Settings it reads:
 ``URL_STRIP_TRAILING_SLASH``, ``EXTRACT_TEXT_MAX_CHARS``. Stats: ``links/insite``,
 ``links/offsite``, ``links/dropped/<reason>``, ``pages/fetched``, ``pages/not_html``,
-``pages/offsite_redirect``, ``fetch/errors/<reason>``.
+``pages/offsite_redirect``, ``fetch/errors/<reason>``, ``fetch/ignored``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import scrapy
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.response import get_base_url
@@ -135,6 +136,11 @@ class TopicSpider(scrapy.Spider):
             self._count("pages/fetched")
             self._count(f"fetch/errors/http_{status}")
             self.logger.debug("HTTP %d for %s", status, request.url)
+            return
+        if failure.check(IgnoreRequest):
+            # A refusal by policy (robots.txt, a middleware), not a failure.
+            self._count("fetch/ignored")
+            self.logger.debug("Not fetched %s: %s", request.url, failure.getErrorMessage())
             return
         reason = failure.type.__name__ if failure.type else "unknown"
         self._count(f"fetch/errors/{reason}")

@@ -1,0 +1,61 @@
+"""Spider arguments and typed settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+
+from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds
+
+
+def test_seed_list() -> None:
+    assert parse_seeds(" http://a.com/x#f , HTTP://B.com ,http://a.com/x") == ["http://a.com/x", "http://b.com/"]
+
+
+def test_seed_file(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("\ufeff# my seeds\nhttp://a.com/\n\n  https://b.com/x  \n", encoding="utf-8")
+    assert parse_seeds(f"@{seeds}") == ["http://a.com/", "https://b.com/x"]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("", "no seed URLs"), (" , ", "no seed URLs"), ("a.com", "scheme must be http or https"),
+    ("http://ok.com,javascript:x", "javascript:x"),
+])
+def test_bad_seeds(value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_seeds(value)
+
+
+def test_empty_seed_file(tmp_path: Path) -> None:
+    (tmp_path / "empty.txt").write_text("# nothing\n")
+    with pytest.raises(ConfigError, match="no seed URLs"):
+        parse_seeds(f"@{tmp_path / 'empty.txt'}")
+
+
+@pytest.mark.parametrize(("value", "depth"), [("0", 0), (3, 3), (" 12 ", 12)])
+def test_depth(value: str | int, depth: int) -> None:
+    assert parse_depth(value) == depth
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "x", ""])
+def test_bad_depth(value: str) -> None:
+    with pytest.raises(ConfigError, match="depth"):
+        parse_depth(value)
+
+
+def test_typed_settings() -> None:
+    settings = Settings({"N": "5", "F": "0.5", "B": "false", "BAD": "x"})
+    assert get_int(settings, "N", minimum=1) == 5
+    assert get_float(settings, "F", minimum=0.0) == 0.5
+    assert get_bool(settings, "B") is False
+    with pytest.raises(ConfigError, match="N must be at least 6, got 5"):
+        get_int(settings, "N", minimum=6)
+    with pytest.raises(ConfigError, match="BAD must be a number, got 'x'"):
+        get_float(settings, "BAD", minimum=0)
+    with pytest.raises(ConfigError, match="BAD must be true or false, got 'x'"):
+        get_bool(settings, "BAD")
+    with pytest.raises(ConfigError, match="MISSING must be an integer, got None"):
+        get_int(settings, "MISSING", minimum=0)

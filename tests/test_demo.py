@@ -1,0 +1,33 @@
+"""The README's demo: the bundled sample site, crawled for real."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+
+def test_demo_crawls_the_sample_site(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "topicspider.demo"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    output = tmp_path / "demo-output"
+    with sqlite3.connect(output / "topicspider.db") as db:
+        titles = {url.split("/", 3)[3]: title for url, title in db.execute("SELECT url, title FROM pages")}
+        emails = {email for (email,) in db.execute("SELECT email FROM emails")}
+    assert titles["news"] == "行业新闻"  # GBK with no declaration
+    assert titles["news/big5.html"] == "繁體新聞：試算表公式"
+    assert titles["guide/english.html"] == "Spreadsheet basics in English"
+    assert "private/drafts.html" not in titles  # robots.txt
+    assert emails == {"editor@example.cn", "news@example.cn", "partner@example.cn", "service@example.cn"}
+    fetched = [json.loads(line)["path"] for line in (output / "server.log").read_text().splitlines()]
+    assert "/private/drafts.html" not in fetched
+    assert "/style.css" not in fetched and "/logo.png" not in fetched
+    report = json.loads((output / "stats.json").read_text())["report"]
+    assert report["pages_stored"] == len(titles) and report["errors"] == 0
+    assert "topicspider crawl report" in done.stdout and "Stored pages" in done.stdout

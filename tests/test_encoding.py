@@ -1,0 +1,68 @@
+"""Chinese pages in UTF-8, GBK/GB18030 and Big5, declared or not, come out right."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scrapy.http import HtmlResponse
+
+from topicspider.encoding import better_encoding, guess_encoding
+from topicspider.extract import extract_title
+
+FIXTURES = Path(__file__).parent / "fixtures" / "encodings"
+SIMPLIFIED = "电子表格公式与单元格教程"
+TRADITIONAL = "電子表格公式與單元格教學"
+TITLES = {
+    "utf8-meta.html": SIMPLIFIED,
+    "utf8-none.html": SIMPLIFIED,
+    "gbk-meta-gb2312.html": SIMPLIFIED,
+    "gbk-none.html": SIMPLIFIED,
+    "gbk-declared-utf8.html": SIMPLIFIED,
+    "gb18030-header.html": SIMPLIFIED + " 𠀀€",
+    "big5-meta.html": TRADITIONAL,
+    "big5-none.html": TRADITIONAL,
+    "big5-header.html": TRADITIONAL,
+    "gbk-none-short.html": "新闻中心",
+    "big5-none-short.html": "新聞中心",
+}
+
+
+def fixture_response(name: str) -> HtmlResponse:
+    path = FIXTURES / name
+    sidecar = path.with_name(name + ".headers")
+    headers = {"Content-Type": "text/html"}
+    if sidecar.exists():
+        key, _, value = sidecar.read_text().partition(":")
+        headers[key.strip()] = value.strip()
+    return HtmlResponse(f"http://example.com/{name}", body=path.read_bytes(), headers=headers)
+
+
+@pytest.mark.parametrize("name", sorted(TITLES))
+def test_titles_come_out_right(name: str) -> None:
+    response = fixture_response(name)
+    encoding = better_encoding(response.body, response.headers[b"Content-Type"].decode())
+    if encoding is not None:
+        response = response.replace(encoding=encoding)
+    assert extract_title(response.selector.root) == TITLES[name]
+    assert "\ufffd" not in response.text
+
+
+def test_scrapy_alone_garbles_gbk_that_claims_utf8() -> None:
+    # The defect this module exists for; if Scrapy ever fixes it, this test says so.
+    response = fixture_response("gbk-declared-utf8.html")
+    assert extract_title(response.selector.root) != SIMPLIFIED
+
+
+def test_a_trustworthy_declaration_is_kept() -> None:
+    body = (FIXTURES / "big5-meta.html").read_bytes()
+    assert better_encoding(body, "text/html") is None
+    assert better_encoding(b"<html>plain ascii</html>", "text/html; charset=utf-8") is None
+
+
+def test_guesses() -> None:
+    text = "这是一个关于电子表格的中文网页，我们介绍公式和单元格的使用方法。"
+    assert guess_encoding(text.encode("gbk")) == "gb18030"
+    assert guess_encoding(text.encode("utf-8")) == "utf-8"
+    assert guess_encoding("這是一個關於電子表格的中文網頁".encode("big5")) in {"big5", "big5hkscs"}
+    assert guess_encoding(bytes(range(128, 256))) != "utf-8"

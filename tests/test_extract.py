@@ -1,0 +1,92 @@
+"""Titles, visible text, e-mail addresses and links from HTML."""
+
+from __future__ import annotations
+
+import pytest
+from lxml.html import HtmlElement, document_fromstring
+
+from topicspider.extract import (
+    emails_in_mailto,
+    emails_in_text,
+    extract_emails,
+    extract_links,
+    extract_text,
+    extract_title,
+)
+
+
+def parse(html: str) -> HtmlElement:
+    return document_fromstring(html)
+
+
+@pytest.mark.parametrize(("html", "title"), [
+    ("<title>\n  Hello \t world </title><h1>Other</h1>", "Hello world"),
+    ('<title> </title><meta property="og:title" content=" From  OG "><h1>H</h1>', "From OG"),
+    ("<body><h1>  First <b>heading</b></h1><h1>Second</h1></body>", "First heading"),
+    ("<body><p>nothing</p></body>", ""),
+    ("<title>电子表格 教程</title>", "电子表格 教程"),
+])
+def test_title_falls_back_to_og_title_then_h1(html: str, title: str) -> None:
+    assert extract_title(parse(html)) == title
+
+
+def test_title_is_capped() -> None:
+    assert len(extract_title(parse(f"<title>{'x' * 5000}</title>"))) == 1000
+
+
+def test_visible_text_leaves_out_scripts_styles_and_markup() -> None:
+    html = """<html><head><title>T</title><style>p {color: red}</style></head><body>
+        <p>He<b>llo</b>   world</p><script>var secret = 1;</script><noscript>enable js</noscript>
+        <div>next</div><!-- a comment -->after<template><p>hidden</p></template></body></html>"""
+    assert extract_text(parse(html), 1000) == "Hello world next after"
+
+
+def test_visible_text_is_capped_and_survives_deep_nesting() -> None:
+    deep = "<div>" * 200 + "deep" + "</div>" * 200
+    assert extract_text(parse(f"<body>{deep} {'word ' * 100}</body>"), 30) == "deep word word word word word"
+    # Past libxml2's nesting limit the parser gives up on the page; that must not raise.
+    hostile = "<div>" * 100_000
+    assert isinstance(extract_text(parse(f"<body>{hostile}x</body>"), 30), str)
+
+
+@pytest.mark.parametrize(("text", "emails"), [
+    ("write to John.Doe@Example.COM today", ["john.doe@example.com"]),
+    ("name [at] host [dot] com", ["name@host.com"]),
+    ("name (at) host (dot) org (dot) cn", ["name@host.org.cn"]),
+    ("name{at}sub.host.net", ["name@sub.host.net"]),
+    ("zhang＠example．cn", ["zhang@example.cn"]),
+    ("a@example.com, A@EXAMPLE.com; b@example.com", ["a@example.com", "b@example.com"]),
+    ("retina logo@2x.png and icon@3x.jpg", []),
+    ("version pkg@1.2.3 and user@localhost", []),
+    ("end of sentence: me@example.com.", ["me@example.com"]),
+    ("dots a..b@example.com", []),
+])
+def test_emails_in_text(text: str, emails: list[str]) -> None:
+    assert emails_in_text(text) == emails
+
+
+def test_emails_from_mailto_links() -> None:
+    assert emails_in_mailto(["mailto:Sales@Example.com?subject=Hi", "MAILTO:a%40example.org,b@example.org"]) == [
+        "sales@example.com", "a@example.org", "b@example.org"]
+
+
+def test_emails_from_entities_text_and_links() -> None:
+    root = parse("""<body><p>Mail us: info&#64;example.com or sales&#x40;example.com</p>
+        <a href="mailto:boss@example.com">the boss</a> <a href=" MAILTO:info@example.com">again</a></body>""")
+    assert extract_emails(root, extract_text(root, 10_000)) == [
+        "info@example.com", "sales@example.com", "boss@example.com"]
+
+
+def test_links_are_resolved_against_the_base() -> None:
+    root = parse("""<html><body>
+        <a href="a.html">A</a> <a href='/b'>B</a> <a href=c.html>C</a>
+        <a href="#top">fragment only</a> <a href="">empty</a> <a>no href</a>
+        <a href="d.html" rel="NoFollow noopener">D <i>italic</i></a>
+        <area href="e.html"><iframe src="f.html"></iframe>
+        <a href="http://[broken/">broken</a></body></html>""")
+    links = extract_links(root, "http://example.com/dir/page.html")
+    assert [link.url for link in links] == [
+        "http://example.com/dir/a.html", "http://example.com/b", "http://example.com/dir/c.html",
+        "http://example.com/dir/d.html", "http://example.com/dir/e.html", "http://example.com/dir/f.html"]
+    assert [link.nofollow for link in links] == [False, False, False, True, False, False]
+    assert links[3].text == "D italic"

@@ -1,0 +1,79 @@
+"""The SQLite backend and the backend registry, without a crawler."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from topicspider.config import ConfigError
+from topicspider.items import PageItem
+from topicspider.storage import mask_url, open_store
+from topicspider.storage.sqlite import SCHEMA_VERSION
+
+
+def page(url: str, title: str = "T", emails: list[str] | None = None, depth: int = 1) -> PageItem:
+    return PageItem(url=url, title=title, depth=depth, http_status=200, fetched_at="2026-11-30T00:00:00+00:00",
+                    text="body", emails=emails or [], content_type="text/html", encoding="utf-8", content_length=10)
+
+
+def test_pages_and_emails_are_upserted(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/t.db"
+    store = open_store(url)
+    assert store.write_pages([page("http://a/", "One", ["x@a.com", "y@a.com"]), page("http://b/")]) == 2
+    assert store.write_pages([page("http://a/", "Two's \"quoted\" title", ["y@a.com", "z@a.com"], depth=3)]) == 2
+    store.close()
+
+    with sqlite3.connect(tmp_path / "t.db") as db:
+        assert db.execute("SELECT url, title, depth FROM pages ORDER BY url").fetchall() == [
+            ("http://a/", "Two's \"quoted\" title", 1), ("http://b/", "T", 1)]
+        assert db.execute("SELECT email FROM emails ORDER BY email").fetchall() == [("y@a.com",), ("z@a.com",)]
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+
+
+def test_reopening_keeps_data(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/t.db"
+    store = open_store(url)
+    store.write_pages([page("http://a/")])
+    store.close()
+    store = open_store(url)
+    store.write_pages([page("http://b/")])
+    store.close()
+    with sqlite3.connect(tmp_path / "t.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (2,)
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / "t.db") as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(ConfigError, match="newer than this topicspider"):
+        open_store(f"sqlite:///{tmp_path}/t.db")
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("sqlite://host/x.db", "three slashes"),
+    ("sqlite:///:memory:", "needs a file path"),
+    ("sqlite:///", "needs a file path"),
+    ("postgresql://u:pw@h/d", "unknown scheme 'postgresql'"),
+    ("", "unknown scheme ''"),
+])
+def test_bad_database_urls(url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        open_store(url)
+
+
+def test_a_relative_path_is_relative_to_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    open_store("sqlite:///rel.db").close()
+    assert (tmp_path / "rel.db").exists()
+
+
+@pytest.mark.parametrize(("url", "masked"), [
+    ("mysql://root:secret@db:3306/x", "mysql://root:***@db:3306/x"),
+    ("mysql://root@db/x", "mysql://root@db/x"),
+    ("mysql://:p%40ss@db/x", "mysql://:***@db/x"),
+    ("sqlite:///a.db", "sqlite:///a.db"),
+])
+def test_passwords_are_masked(url: str, masked: str) -> None:
+    assert mask_url(url) == masked

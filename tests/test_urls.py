@@ -1,0 +1,92 @@
+"""Canonical URLs, site identity and link filtering."""
+
+from __future__ import annotations
+
+import pytest
+
+from topicspider.urls import BadURL, canonical_url, has_public_suffix, non_page_reason, request_url, site_of
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ("http://example.com/a/", "http://example.com/a"),
+    ("http://example.com/p?b=1&a=2", "http://example.com/p?a=2&b=1"),
+    ("http://EXAMPLE.com/x", "http://example.com/x"),
+    ("http://example.com:80/x", "http://example.com/x"),
+    ("https://example.com:443/x", "https://example.com/x"),
+    ("http://example.com/x#part", "http://example.com/x"),
+    ("http://example.com", "http://example.com/"),
+    ("http://example.com/%7euser", "http://example.com/~user"),
+])
+def test_one_identity(first: str, second: str) -> None:
+    assert canonical_url(first) == canonical_url(second)
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ("http://example.com/a", "https://example.com/a"),
+    ("http://example.com:8080/a", "http://example.com/a"),
+    ("http://example.com/A", "http://example.com/a"),
+    ("http://example.com/p?a=1", "http://example.com/p?a=2"),
+])
+def test_different_identities(first: str, second: str) -> None:
+    assert canonical_url(first) != canonical_url(second)
+
+
+def test_trailing_slash_rule_is_a_switch() -> None:
+    assert canonical_url("http://example.com/a/", strip_trailing_slash=False) == "http://example.com/a/"
+    assert canonical_url("http://example.com/", strip_trailing_slash=True) == "http://example.com/"
+
+
+def test_request_url_keeps_the_trailing_slash_and_drops_the_fragment() -> None:
+    assert request_url("HTTP://Example.COM:80/a/?b=1&a=2#frag") == "http://example.com/a/?b=1&a=2"
+
+
+def test_non_ascii_urls_are_quoted() -> None:
+    assert request_url("http://例子.中国/路径") == "http://xn--fsqu00a.xn--fiqs8s/%E8%B7%AF%E5%BE%84"
+
+
+@pytest.mark.parametrize("bad", ["ftp://example.com/", "example.com", "http://", "http://x.com:99999/", "mailto:a@b.com", ""])
+def test_bad_urls(bad: str) -> None:
+    with pytest.raises(BadURL):
+        request_url(bad)
+
+
+@pytest.mark.parametrize(("url", "site"), [
+    ("http://news.example.com.cn/a", "example.com.cn"),
+    ("http://www.example.com.cn/", "example.com.cn"),
+    ("http://example.com.cn/", "example.com.cn"),
+    ("http://other.com.cn/", "other.com.cn"),
+    ("http://bbs.163.com/", "163.com"),
+    ("http://a.b.example.co.uk:8080/", "example.co.uk"),
+    ("http://127.0.0.1:8080/", "127.0.0.1:8080"),
+    ("http://127.0.0.1/", "127.0.0.1"),
+    ("http://localhost:5000/", "localhost:5000"),
+    ("http://[::1]:5000/", "[::1]:5000"),
+    ("http://alice.github.io/", "alice.github.io"),
+])
+def test_site_is_the_registrable_domain(url: str, site: str) -> None:
+    assert site_of(request_url(url)) == site
+
+
+def test_ip_sites_differ_by_port() -> None:
+    assert site_of("http://127.0.0.1:1/") != site_of("http://127.0.0.1:2/")
+
+
+@pytest.mark.parametrize(("url", "reason"), [
+    ("http://e.com/a.css", "extension"), ("http://e.com/a.js", "extension"),
+    ("http://e.com/favicon.ico", "extension"), ("http://e.com/p.PNG", "extension"),
+    ("http://e.com/a.rar", "extension"), ("http://e.com/a.zip", "extension"),
+    ("http://e.com/a.doc", "extension"), ("http://e.com/a.exe", "extension"),
+    ("http://e.com/a.tar.gz", "extension"), ("http://e.com/a.pdf", "extension"),
+    ("javascript:void(0)", "scheme"), ("mailto:a@e.com", "scheme"), ("tel:+1", "scheme"),
+    ("data:text/html,x", "scheme"), ("ftp://e.com/", "scheme"),
+    ("http://e.com/a.html", None), ("http://e.com/a.php?x=1.png", None), ("https://e.com/dir/", None),
+])
+def test_non_page_links(url: str, reason: str | None) -> None:
+    assert non_page_reason(url) == reason
+
+
+def test_public_suffix_check() -> None:
+    assert has_public_suffix("example.com")
+    assert has_public_suffix("mail.example.com.cn")
+    assert not has_public_suffix("2x.png")
+    assert not has_public_suffix("com")
