@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,49 @@ def test_bad_input_gets_one_error_line_before_any_request(tmp_path, serve, argum
     assert message in errors[0]
     assert "hunter2" not in done.stderr + done.stdout
     assert site.requests() == []
+
+
+class _Reference(HTMLParser):
+    """A second, independent reading of a page with the standard library's parser."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.title, self.mailto, self._in_title = "", set(), False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._in_title = self._in_title or tag == "title"
+        href = dict(attrs).get("href") or ""
+        if tag == "a" and href.lower().startswith("mailto:"):
+            self.mailto.add(href[7:].split("?")[0].lower())
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_title = self._in_title and tag != "title"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+
+
+def test_a_real_world_site(serve, crawl):
+    """The HTML of a Debian documentation package: every page, its title, its mailto addresses."""
+    root = Path(__file__).parent / "fixtures" / "maint-guide-zh-tw"
+    site = serve(root)
+    references = {}
+    for page in root.glob("*.html"):
+        reference = _Reference()
+        reference.feed(page.read_text(encoding="utf-8"))
+        references[f"{site.url}/{page.name}"] = reference
+
+    assert sum(len(reference.mailto) for reference in references.values()) >= 5
+
+    result = crawl(site.url + "/index.zh-tw.html", depth=2)
+
+    stored = result.pages()
+    assert set(stored) == set(references)
+    for url, reference in references.items():
+        assert stored[url] == " ".join(reference.title.split())
+        emails = {email for (email,) in result.rows(
+            "SELECT email FROM emails JOIN pages ON pages.id = page_id WHERE url = ?", url)}
+        assert reference.mailto <= emails
+    assert result.rows("SELECT COUNT(*) FROM pages WHERE text LIKE '%' || char(65533) || '%'") == [(0,)]
+    assert "/debian.css" not in site.paths()

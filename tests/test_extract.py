@@ -58,6 +58,8 @@ def test_visible_text_is_capped_and_survives_deep_nesting() -> None:
     ("a@example.com, A@EXAMPLE.com; b@example.com", ["a@example.com", "b@example.com"]),
     ("retina logo@2x.png and icon@3x.jpg", []),
     ("version pkg@1.2.3 and user@localhost", []),
+    ("clone git@gitlab.gnome.org:GNOME/gimp-help.git", []),
+    ("mail: me@example.com: thanks", ["me@example.com"]),
     ("end of sentence: me@example.com.", ["me@example.com"]),
     ("dots a..b@example.com", []),
 ])

@@ -28,8 +28,10 @@ BLOCK_TAGS = frozenset({
 })
 TITLE_MAX_CHARS = 1000
 
+# The trailing look-aheads reject "logo@2x.png-ish" tails and SSH remotes such as
+# "git@gitlab.gnome.org:GNOME/gimp.git".
 EMAIL = re.compile(
-    r"(?<![\w.%+-])([a-z0-9][a-z0-9._%+-]{0,63})@((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,24})(?![\w-])",
+    r"(?<![\w.%+-])([a-z0-9][a-z0-9._%+-]{0,63})@((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,24})(?![\w-])(?!:[\w/~])",
     re.IGNORECASE,
 )
 _OPEN, _CLOSE = r"[\[\(\{<]", r"[\]\)\}>]"
