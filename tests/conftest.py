@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from topicspider.runner import REPO, crawl_command, project_env
 
 
 @dataclass
@@ -79,12 +78,9 @@ class CrawlResult:
         return dict(self.rows("SELECT url, title FROM pages"))
 
 
-def run_scrapy(arguments: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``python -m scrapy ARGUMENTS`` in ``cwd``, with the project's settings."""
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "topicspider.settings",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "scrapy", *arguments], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+def run_project(command: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``command`` in ``cwd``, with the project's settings, output captured."""
+    return subprocess.run(command, cwd=cwd, env=project_env(), capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture
@@ -96,12 +92,8 @@ def crawl(tmp_path: Path) -> Any:
 
     def run(seeds: str, *, depth: int | str | None = None, settings: dict[str, Any] | None = None,
             timeout: float = 120) -> CrawlResult:
-        arguments = ["crawl", "topic", "-a", f"seeds={seeds}"]
-        if depth is not None:
-            arguments += ["-a", f"depth={depth}"]
-        for name, value in {"DOWNLOAD_DELAY": 0, **(settings or {})}.items():
-            arguments += ["-s", f"{name}={value}"]
-        done = run_scrapy(arguments, workdir, timeout)
+        command = crawl_command(seeds, depth, {"DOWNLOAD_DELAY": 0, **(settings or {})})
+        done = run_project(command, workdir, timeout)
         return CrawlResult(done.returncode, done.stdout, done.stderr, workdir)
 
     return run

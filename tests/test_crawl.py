@@ -6,10 +6,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import run_scrapy
+from conftest import run_project
 from test_encoding import FIXTURES, TITLES
 
 from topicspider.localsite import generate_site, page_html
+from topicspider.runner import crawl_command
 
 
 def test_multi_hundred_page_site_is_stored_whole_breadth_first(tmp_path, serve, crawl):
@@ -236,7 +237,7 @@ def test_bad_input_gets_one_error_line_before_any_request(tmp_path, serve, argum
     generate_site(tmp_path / "site", pages=2, links_per_page=1)
     site = serve(tmp_path / "site")
 
-    done = run_scrapy(["crawl", "topic", "-a", f"seeds={site.url}/", *arguments], tmp_path)
+    done = run_project([*crawl_command(f"{site.url}/"), *arguments], tmp_path, timeout=60)
 
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from conftest import run_project
 
 
 def test_demo_crawls_the_sample_site(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "topicspider.demo"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    done = run_project([sys.executable, "-m", "topicspider.demo"], tmp_path)
 
     assert done.returncode == 0, done.stderr[-2000:]
     output = tmp_path / "demo-output"

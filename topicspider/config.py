@@ -7,12 +7,15 @@ Every check raises :class:`ConfigError` with the bad value in its message, so th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from topicspider.urls import BadURL, request_url
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+
+N = TypeVar("N", int, float)
 
 
 class ConfigError(ValueError):
@@ -56,28 +59,26 @@ def parse_depth(value: str | int) -> int:
     return depth
 
 
-def get_int(settings: BaseSettings, name: str, minimum: int) -> int:
-    """An integer setting of at least ``minimum``."""
+def _number(settings: BaseSettings, name: str, kind: type[N], minimum: N) -> N:
     raw = settings.get(name)
     try:
-        value = int(raw)
+        value = kind(raw)
     except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
+        noun = "an integer" if kind is int else "a number"
+        raise ConfigError(f"{name} must be {noun}, got {raw!r}") from None
+    if not value >= minimum:  # "not >=" so that NaN is refused too
         raise ConfigError(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def get_int(settings: BaseSettings, name: str, minimum: int) -> int:
+    """An integer setting of at least ``minimum``."""
+    return _number(settings, name, int, minimum)
 
 
 def get_float(settings: BaseSettings, name: str, minimum: float) -> float:
     """A number setting of at least ``minimum``."""
-    raw = settings.get(name)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
-    if not value >= minimum:
-        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
-    return value
+    return _number(settings, name, float, minimum)
 
 
 def get_bool(settings: BaseSettings, name: str) -> bool:

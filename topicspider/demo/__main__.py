@@ -6,14 +6,14 @@ Everything it writes goes to ``demo-output/`` in the working directory.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+from topicspider.runner import REPO, crawl_command, project_env
+
 SITE = Path(__file__).resolve().parent / "site"
-REPO = Path(__file__).resolve().parents[2]
 OUTPUT = Path("demo-output")
 
 
@@ -35,13 +35,8 @@ def run_crawl(seed: str) -> int:
         "DOWNLOAD_DELAY": "0.2",
         "LOG_LEVEL": "WARNING",
     }
-    command = [sys.executable, "-m", "scrapy", "crawl", "topic", "-a", f"seeds={seed}", "-a", "depth=3"]
-    for name, value in settings.items():
-        command += ["-s", f"{name}={value}"]
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "topicspider.settings",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     print(f"$ scrapy crawl topic -a seeds={seed} -a depth=3  (sample site served from {SITE})", flush=True)
-    return subprocess.run(command, env=env, check=False).returncode
+    return subprocess.run(crawl_command(seed, 3, settings), env=project_env(), check=False).returncode
 
 
 def show_results() -> None:

@@ -1,0 +1,28 @@
+"""Runs ``scrapy`` with this project's settings from any working directory.
+
+Used by the demo, the tests and the benchmarks, which crawl in scratch directories.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def project_env() -> dict[str, str]:
+    """The environment for a ``scrapy`` subprocess that finds this project."""
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "SCRAPY_SETTINGS_MODULE": "topicspider.settings", "PYTHONPATH": path}
+
+
+def crawl_command(seeds: str, depth: int | str | None = None, settings: dict[str, object] | None = None) -> list[str]:
+    """``python -m scrapy crawl topic`` with ``-a`` and ``-s`` options."""
+    command = [sys.executable, "-m", "scrapy", "crawl", "topic", "-a", f"seeds={seeds}"]
+    if depth is not None:
+        command += ["-a", f"depth={depth}"]
+    for name, value in (settings or {}).items():
+        command += ["-s", f"{name}={value}"]
+    return command
