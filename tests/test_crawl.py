@@ -291,3 +291,26 @@ def test_a_real_world_site(serve, crawl):
         assert reference.mailto <= emails
     assert result.rows("SELECT COUNT(*) FROM pages WHERE text LIKE '%' || char(65533) || '%'") == [(0,)]
     assert "/debian.css" not in site.paths()
+
+
+def test_redirects_stay_on_site_except_from_seeds(tmp_path, serve, crawl):
+    other = serve(_single_page(tmp_path / "other"))
+    write(tmp_path / "other" / "next.html", page_html("Next", "", []))
+    write(tmp_path / "other" / "index.html", page_html("Elsewhere", "", ["/next.html"]))
+    root = tmp_path / "home"
+    write(root / "index.html", page_html("Home", "", ["/old.html", "/away.html"]))
+    write(root / "old.html", "", "Status: 301\nLocation: /new.html")
+    write(root / "new.html", page_html("New", "", []))
+    write(root / "away.html", "", f"Status: 302\nLocation: {other.url}/")
+    write(root / "seed.html", "", f"Status: 302\nLocation: {other.url}/")
+    home = serve(root)
+
+    result = crawl(home.url + "/")
+
+    assert set(result.pages()) == {home.url + "/", home.url + "/new.html"}
+    assert other.requests() == []
+    assert result.stats["links/offsite_redirect"] == 1
+
+    seeded = crawl(home.url + "/seed.html")
+
+    assert set(seeded.pages()) >= {other.url + "/", other.url + "/next.html"}

@@ -31,6 +31,8 @@ REQUEST_FINGERPRINTER_CLASS = "topicspider.fingerprint.CanonicalURLFingerprinter
 DUPEFILTER_CLASS = "topicspider.dupefilter.CanonicalDupeFilter"
 
 DOWNLOADER_MIDDLEWARES = {
+    # Before robots.txt (100) is fetched for a site we are not crawling.
+    "topicspider.middlewares.scope.SiteScopeMiddleware": 50,
     # After HttpCompressionMiddleware (590) has decoded the body.
     "topicspider.middlewares.encoding.EncodingMiddleware": 585,
 }

@@ -3,7 +3,7 @@
 ``scrapy crawl topic -a seeds=URL[,URL...]|@file -a depth=N``. Settings it reads:
 ``URL_STRIP_TRAILING_SLASH``, ``EXTRACT_TEXT_MAX_CHARS``. Stats: ``links/insite``,
 ``links/offsite``, ``links/dropped/<reason>``, ``pages/fetched``, ``pages/not_html``,
-``pages/offsite_redirect``, ``fetch/errors/<reason>``, ``fetch/ignored``.
+``fetch/errors/<reason>``, ``fetch/ignored``.
 """
 
 from __future__ import annotations
@@ -81,9 +81,6 @@ class TopicSpider(scrapy.Spider):
         if depth == 0:
             # A seed that redirects, e.g. to its www. host, defines the site it lands on.
             site = site_of(response.url)
-        elif site_of(response.url) != site:
-            self._count("pages/offsite_redirect")
-            return
         if not is_html(response):
             self._count("pages/not_html")
             return
