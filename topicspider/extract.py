@@ -92,8 +92,12 @@ def emails_in_text(text: str) -> list[str]:
 
     Full-width forms (``＠``) and the ``name [at] host [dot] com`` family are undone first.
     """
-    text = unicodedata.normalize("NFKC", text)
-    text = OBFUSCATED_DOT.sub(".", OBFUSCATED_AT.sub("@", text))
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    text = OBFUSCATED_AT.sub("@", text)
+    if "@" not in text:
+        return []
+    text = OBFUSCATED_DOT.sub(".", text)
     found: dict[str, None] = {}
     for match in EMAIL.finditer(text):
         local, domain = match.group(1).rstrip("."), match.group(2).lower()

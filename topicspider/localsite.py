@@ -1,7 +1,7 @@
 """A local web site for the demo, the tests and the benchmarks: a static HTTP server
 with a request log, and a generator of sites with a known link graph.
 
-Run ``python -m topicspider.localsite ROOT [--port 0] [--log FILE]``; it prints the port
+Run ``python -m topicspider.localsite ROOT [--port 0] [--log FILE] [--backlog 128]``; it prints the port
 it listens on as its first line. Files are served from ``ROOT``; a sidecar file
 ``NAME.headers`` holds extra ``Header: value`` lines for ``NAME`` (``Status: 503`` sets
 the status, ``Delay: 0.5`` answers half a second late). Each request is logged as one JSON line: start and end times, method,
@@ -99,12 +99,17 @@ class SiteHandler(SimpleHTTPRequestHandler):
         pass
 
 
-def serve(root: Path, port: int, log_path: Path | None) -> None:
+def serve(root: Path, port: int, log_path: Path | None, backlog: int = 128) -> None:
     if log_path is not None:
         SiteHandler.log_file = log_path.open("a", encoding="utf-8")
     handler = partial(SiteHandler, directory=str(root))
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler, bind_and_activate=False)
+    # socketserver's backlog of 5 overflows when a crawler opens 16 connections at
+    # once; the kernel then drops SYNs that the client retries only a second later.
+    server.request_queue_size = backlog
     server.daemon_threads = True
+    server.server_bind()
+    server.server_activate()
     print(server.server_address[1], flush=True)
     server.serve_forever()
 
@@ -156,11 +161,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("root", type=Path)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--log", type=Path)
+    parser.add_argument("--backlog", type=int, default=128, help="listen backlog (default 128)")
     options = parser.parse_args(argv)
     if not options.root.is_dir():
         parser.error(f"{options.root} is not a directory")
     try:
-        serve(options.root, options.port, options.log)
+        serve(options.root, options.port, options.log, options.backlog)
     except KeyboardInterrupt:
         sys.exit(0)
 

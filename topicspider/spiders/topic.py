@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -104,27 +105,31 @@ class TopicSpider(scrapy.Spider):
         )
 
     def _follow(self, response: HtmlResponse, root: Any, site: str, depth: int) -> Iterator[Request]:
+        counts: Counter[str] = Counter()
         seen: set[str] = set()
         for link in extract_links(root, get_base_url(response)):
             reason = non_page_reason(link.url)
             if reason is not None:
-                self._count(f"links/dropped/{reason}")
+                counts[f"links/dropped/{reason}"] += 1
                 continue
             try:
                 url = request_url(link.url)
             except BadURL:
-                self._count("links/dropped/malformed")
+                counts["links/dropped/malformed"] += 1
                 continue
             identity = canonical_url(url, self.strip_trailing_slash)
             if identity in seen:
                 continue
             seen.add(identity)
             if site_of(url) != site:
-                self._count("links/offsite")
+                counts["links/offsite"] += 1
                 continue
-            self._count("links/insite")
+            counts["links/insite"] += 1
             if depth < self.max_depth:
                 yield self._request(url, site)
+        # One stats call per key and page, not per link.
+        for key, count in counts.items():
+            self._count(key, count)
 
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]
