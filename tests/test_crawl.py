@@ -184,7 +184,7 @@ def test_unreachable_seed_is_logged_and_the_crawl_still_reports(tmp_path, serve,
     site = serve(tmp_path / "site")
     dead = "http://127.0.0.1:9/"  # the discard port: nothing listens there
 
-    result = crawl(f"{dead},{site.url}/", settings={"RETRY_TIMES": 0})
+    result = crawl(f"{dead},{site.url}/", settings={"RETRY_TIMES": 0, "ROBOTSTXT_RETRY_DELAY": 0.1})
 
     assert result.returncode == 0
     assert "Could not fetch http://127.0.0.1:9/" in result.stderr

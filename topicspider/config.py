@@ -17,6 +17,33 @@ if TYPE_CHECKING:
 
 N = TypeVar("N", int, float)
 
+# Every typed setting the project reads, with its smallest allowed value; the
+# components read them through the getters below, and preflight checks them all.
+INT_SETTINGS: dict[str, int] = {
+    "EXTRACT_TEXT_MAX_CHARS": 1,
+    "STORAGE_BATCH_SIZE": 1,
+    "ROBOTSTXT_RETRY_TIMES": 0,
+    "ROBOTSTXT_MAX_SIZE": 1,
+    "BACKOFF_MAX_RETRIES": 0,
+}
+FLOAT_SETTINGS: dict[str, float] = {
+    "STORAGE_FLUSH_INTERVAL": 0.01,
+    "DOWNLOAD_DELAY": 0.0,
+    "DOWNLOAD_DELAY_JITTER": 0.0,
+    "ROBOTSTXT_CACHE_TTL": 0.0,
+    "ROBOTSTXT_UNREACHABLE_TTL": 0.0,
+    "ROBOTSTXT_RETRY_DELAY": 0.0,
+    "BACKOFF_DEFAULT_DELAY": 0.0,
+    "BACKOFF_MAX_DELAY": 0.0,
+}
+BOOL_SETTINGS = (
+    "URL_STRIP_TRAILING_SLASH",
+    "SCHEDULER_LEVEL_SYNC",
+    "ROBOTSTXT_OBEY",
+    "ROBOTS_META_OBEY",
+    "ROBOTS_REL_NOFOLLOW_OBEY",
+)
+
 
 class ConfigError(ValueError):
     """A bad spider argument, setting or file, found before crawling."""
@@ -71,14 +98,14 @@ def _number(settings: BaseSettings, name: str, kind: type[N], minimum: N) -> N:
     return value
 
 
-def get_int(settings: BaseSettings, name: str, minimum: int) -> int:
-    """An integer setting of at least ``minimum``."""
-    return _number(settings, name, int, minimum)
+def get_int(settings: BaseSettings, name: str, minimum: int | None = None) -> int:
+    """An integer setting of at least ``minimum`` (by default, its entry in INT_SETTINGS)."""
+    return _number(settings, name, int, INT_SETTINGS[name] if minimum is None else minimum)
 
 
-def get_float(settings: BaseSettings, name: str, minimum: float) -> float:
-    """A number setting of at least ``minimum``."""
-    return _number(settings, name, float, minimum)
+def get_float(settings: BaseSettings, name: str, minimum: float | None = None) -> float:
+    """A number setting of at least ``minimum`` (by default, its entry in FLOAT_SETTINGS)."""
+    return _number(settings, name, float, FLOAT_SETTINGS[name] if minimum is None else minimum)
 
 
 def get_bool(settings: BaseSettings, name: str) -> bool:
@@ -87,3 +114,13 @@ def get_bool(settings: BaseSettings, name: str) -> bool:
         return settings.getbool(name)
     except ValueError:
         raise ConfigError(f"{name} must be true or false, got {settings.get(name)!r}") from None
+
+
+def check_typed_settings(settings: BaseSettings) -> None:
+    """Raise :class:`ConfigError` for the first typed setting with a bad value."""
+    for name in BOOL_SETTINGS:
+        get_bool(settings, name)
+    for name in INT_SETTINGS:
+        get_int(settings, name)
+    for name in FLOAT_SETTINGS:
+        get_float(settings, name)

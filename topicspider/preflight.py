@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topicspider.config import get_bool, get_float, get_int
+from topicspider.config import check_typed_settings
 from topicspider.storage import open_store
 
 if TYPE_CHECKING:
@@ -17,9 +17,5 @@ if TYPE_CHECKING:
 
 def check_settings(settings: BaseSettings) -> None:
     """Raise :class:`~topicspider.config.ConfigError` for the first bad setting."""
-    get_bool(settings, "URL_STRIP_TRAILING_SLASH")
-    get_bool(settings, "SCHEDULER_LEVEL_SYNC")
-    get_int(settings, "EXTRACT_TEXT_MAX_CHARS", minimum=1)
-    get_int(settings, "STORAGE_BATCH_SIZE", minimum=1)
-    get_float(settings, "STORAGE_FLUSH_INTERVAL", minimum=0.01)
+    check_typed_settings(settings)
     open_store(settings.get("DATABASE_URL") or "").close()

@@ -1,19 +1,28 @@
-"""A scheduler that keeps breadth-first order exact per site under concurrency.
+"""The frontier: breadth-first per site, exact under concurrency, and polite per host
+without head-of-line blocking.
 
-Enabled by ``SCHEDULER = "topicspider.scheduler.LevelScheduler"``; ``SCHEDULER_LEVEL_SYNC``
-(default on) switches the level barrier. Stats: ``scheduler/level_held``.
+Enabled by ``SCHEDULER = "topicspider.scheduler.FrontierScheduler"``. Settings:
+``SCHEDULER_LEVEL_SYNC``. Stats: ``scheduler/held/level``, ``scheduler/held/host``.
 
-With priorities alone (``DEPTH_PRIORITY``), a page of depth d+1 can be fetched and
-parsed while a page of depth d of the same site is still downloading. Its links then
-reach a page first at depth d+2 that is really d+1 links away, and the depth limit
-cuts that page's own links: pages within ``depth`` links are lost. This scheduler
-holds back a site's depth d+1 requests until no request of depth <= d of that site
-is queued, downloading or being parsed. Other sites go on meanwhile.
+Two reasons hold a request back, in a per-host waiting line, while other hosts' requests
+go ahead:
+
+* **Level.** With priorities alone (``DEPTH_PRIORITY``), a page of depth d+1 can be
+  fetched and parsed while a page of depth d of the same site is still downloading.
+  Its links then reach a page first at depth d+2 that is really d+1 links away, and
+  the depth limit cuts that page's own links. So a site's depth d+1 requests wait
+  until no request of depth <= d of that site is queued, downloading or being parsed
+  (``SCHEDULER_LEVEL_SYNC``, on by default).
+* **Host.** Scrapy's downloader waits out each host's delay with the requests it has
+  been given in that host's queue, where they count against ``CONCURRENT_REQUESTS``:
+  a slow, delayed or backed-off host would fill the downloader and stall every other
+  host. So a host gets a request only when it has a free connection and, if it has a
+  delay, no request of its already waiting for its turn.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict, deque
+from collections import Counter, OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import Scheduler
@@ -22,6 +31,7 @@ from topicspider.config import get_bool
 
 if TYPE_CHECKING:
     from scrapy import Request
+    from scrapy.core.downloader import Downloader
     from scrapy.crawler import Crawler
 
 # Blocked requests popped in one call before giving up until the next call.
@@ -34,13 +44,14 @@ def _level(request: Request) -> tuple[Any, int]:
     return request.meta.get("site"), request.meta.get("depth", 0)
 
 
-class LevelScheduler(Scheduler):
+class FrontierScheduler(Scheduler):
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> LevelScheduler:
+    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
         scheduler = super().from_crawler(crawler)
         scheduler.level_sync = get_bool(crawler.settings, "SCHEDULER_LEVEL_SYNC")
+        scheduler.default_delay = crawler.settings.getfloat("DOWNLOAD_DELAY")
         scheduler.waiting = Counter()  # (site, depth) -> requests queued or held
-        scheduler.held = defaultdict(deque)  # site -> requests popped but not yet allowed
+        scheduler.held = OrderedDict()  # host -> deque of requests popped, not yet given out
         scheduler.held_count = 0
         return scheduler
 
@@ -56,33 +67,64 @@ class LevelScheduler(Scheduler):
     def __len__(self) -> int:
         return super().__len__() + self.held_count
 
+    @property
+    def downloader(self) -> Downloader:
+        assert self.crawler is not None and self.crawler.engine is not None
+        return self.crawler.engine.downloader
+
     def next_request(self) -> Request | None:
-        if not self.level_sync:
-            return self._taken(super().next_request())
-        shallowest = self._shallowest_active()
-        for site, requests in self.held.items():
-            if requests and self._allowed(requests[0], shallowest):
+        shallowest = self._shallowest_active() if self.level_sync else {}
+        busy = self._busy_hosts()
+        for host, requests in self.held.items():
+            if host not in busy and self._level_allows(requests[0], shallowest):
+                request = requests.popleft()
+                if not requests:
+                    del self.held[host]
+                else:
+                    self.held.move_to_end(host)  # round robin among hosts
                 self.held_count -= 1
-                return self._taken(requests.popleft())
+                return self._taken(request)
         for _ in range(POPS_PER_CALL):
             if self.held_count >= MAX_HELD:
                 return None
             request = super().next_request()
-            if request is None or self._allowed(request, shallowest):
+            if request is None:
+                return None
+            host = self.downloader.get_slot_key(request)
+            if host in self.held or host in busy:
+                reason = "host"
+            elif not self._level_allows(request, shallowest):
+                reason = "level"
+            else:
                 return self._taken(request)
-            self.held[request.meta.get("site")].append(request)
+            self.held.setdefault(host, deque()).append(request)
             self.held_count += 1
             assert self.stats is not None
-            self.stats.inc_value("scheduler/level_held")
+            self.stats.inc_value(f"scheduler/held/{reason}")
         return None
 
-    def _taken(self, request: Request | None) -> Request | None:
-        if request is not None:
-            level = _level(request)
-            self.waiting[level] -= 1
-            if self.waiting[level] <= 0:
-                del self.waiting[level]
+    def _taken(self, request: Request) -> Request:
+        level = _level(request)
+        self.waiting[level] -= 1
+        if self.waiting[level] <= 0:
+            del self.waiting[level]
         return request
+
+    def _busy_hosts(self) -> set[str]:
+        """Hosts that must get nothing more now: all their connections are taken, or,
+        when they have a delay, one request of theirs is already waiting its turn."""
+        downloader = self.downloader
+        in_downloader = Counter(downloader.get_slot_key(request) for request in downloader.active)
+        busy = set()
+        for host, count in in_downloader.items():
+            slot = downloader.slots.get(host)
+            if slot is None:
+                concurrency, delay, transferring = downloader.domain_concurrency, self.default_delay, 0
+            else:
+                concurrency, delay, transferring = slot.concurrency, slot.delay, len(slot.transferring)
+            if count >= concurrency or (delay > 0 and count > transferring):
+                busy.add(host)
+        return busy
 
     def _shallowest_active(self) -> dict[Any, int]:
         """Per site, the smallest depth still queued, held, downloading or parsing."""
@@ -99,16 +141,16 @@ class LevelScheduler(Scheduler):
         return slot.inprogress if slot is not None else set()
 
     @staticmethod
-    def _allowed(request: Request, shallowest: dict[Any, int]) -> bool:
+    def _level_allows(request: Request, shallowest: dict[Any, int]) -> bool:
         site, depth = _level(request)
         return depth <= shallowest.get(site, depth)
 
     def close(self, reason: str) -> Any:
         # Held requests go back to the queues, so a JOBDIR keeps them for the resume.
         for requests in self.held.values():
-            while requests:
-                request = requests.popleft()
+            for request in requests:
                 if not self._dqpush(request):
                     self._mqpush(request)
+        self.held.clear()
         self.held_count = 0
         return super().close(reason)

@@ -8,11 +8,12 @@ SPIDER_MODULES = ["topicspider.spiders"]
 NEWSPIDER_MODULE = "topicspider.spiders"
 COMMANDS_MODULE = "topicspider.commands"
 
-# Identity and politeness.
-# Name and version; operators add a contact URL of theirs, e.g. "topicspider/0.1.0 (+https://you.example/bot)".
-USER_AGENT = f"topicspider/{__version__}"
+# Identity and politeness. The robots token is USER_AGENT's name unless
+# ROBOTSTXT_USER_AGENT says otherwise.
+USER_AGENT = f"topicspider/{__version__} (+https://github.com/topicspider/topicspider)"
 ROBOTSTXT_OBEY = True
 DOWNLOAD_DELAY = 2.0
+DOWNLOAD_DELAY_JITTER = 0.5  # randomised upwards only, see middlewares/pacing.py
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 2
 # A page yields one item; Scrapy's default of 100 parallel slots per response only
@@ -26,7 +27,7 @@ DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
 # Breadth-first: lower priority per level, first in first out within a level.
 DEPTH_PRIORITY = 1
 DEPTH_LIMIT = 0  # the spider enforces -a depth itself; 0 here means "no extra limit"
-SCHEDULER = "topicspider.scheduler.LevelScheduler"
+SCHEDULER = "topicspider.scheduler.FrontierScheduler"
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 
@@ -34,8 +35,12 @@ REQUEST_FINGERPRINTER_CLASS = "topicspider.fingerprint.CanonicalURLFingerprinter
 DUPEFILTER_CLASS = "topicspider.dupefilter.CanonicalDupeFilter"
 
 DOWNLOADER_MIDDLEWARES = {
-    # Before robots.txt (100) is fetched for a site we are not crawling.
+    # Before robots.txt is fetched for a site we are not crawling.
     "topicspider.middlewares.scope.SiteScopeMiddleware": 50,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "topicspider.middlewares.robots.RobotsTxtMiddleware": 100,
+    # Sees 429/503 before RetryMiddleware (550) and sets the host's delay last.
+    "topicspider.middlewares.pacing.PacingMiddleware": 950,
     # After HttpCompressionMiddleware (590) has decoded the body.
     "topicspider.middlewares.encoding.EncodingMiddleware": 585,
 }
@@ -57,6 +62,16 @@ FEED_EXPORT_ENCODING = "utf-8"
 URL_STRIP_TRAILING_SLASH = True
 SCHEDULER_LEVEL_SYNC = True
 EXTRACT_TEXT_MAX_CHARS = 200_000
+ROBOTSTXT_CACHE_TTL = 86_400.0  # RFC 9309: a cached robots.txt is good for 24 hours
+ROBOTSTXT_UNREACHABLE_TTL = 600.0
+ROBOTSTXT_RETRY_TIMES = 2
+ROBOTSTXT_RETRY_DELAY = 5.0
+ROBOTSTXT_MAX_SIZE = 512 * 1024  # RFC 9309: parse at least 500 KiB
+ROBOTS_META_OBEY = True
+ROBOTS_REL_NOFOLLOW_OBEY = True
+BACKOFF_MAX_RETRIES = 3
+BACKOFF_DEFAULT_DELAY = 30.0
+BACKOFF_MAX_DELAY = 600.0
 DATABASE_URL = "sqlite:///topicspider.db"
 STORAGE_BATCH_SIZE = 100
 STORAGE_FLUSH_INTERVAL = 2.0

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThreadPool
@@ -36,8 +35,8 @@ class StoragePipeline:
         settings = crawler.settings
         self.database_url: str = settings.get("DATABASE_URL")
         self.backend = backend_for(self.database_url)
-        self.batch_size = get_int(settings, "STORAGE_BATCH_SIZE", minimum=1)
-        self.flush_interval = get_float(settings, "STORAGE_FLUSH_INTERVAL", minimum=0.01)
+        self.batch_size = get_int(settings, "STORAGE_BATCH_SIZE")
+        self.flush_interval = get_float(settings, "STORAGE_FLUSH_INTERVAL")
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.buffer: list[PageItem] = []
@@ -52,6 +51,8 @@ class StoragePipeline:
         return cls(crawler)
 
     async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        from twisted.internet import reactor  # not at import: see middlewares/robots.py
+
         return await maybe_deferred_to_future(deferToThreadPool(reactor, self.pool, function, *args))
 
     async def open_spider(self) -> None:

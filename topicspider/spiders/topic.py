@@ -1,7 +1,9 @@
 """The ``topic`` spider: breadth-first, same-site crawl from seed URLs.
 
 ``scrapy crawl topic -a seeds=URL[,URL...]|@file -a depth=N``. Settings it reads:
-``URL_STRIP_TRAILING_SLASH``, ``EXTRACT_TEXT_MAX_CHARS``. Stats: ``links/insite``,
+``URL_STRIP_TRAILING_SLASH``, ``EXTRACT_TEXT_MAX_CHARS``, ``ROBOTS_META_OBEY``,
+``ROBOTS_REL_NOFOLLOW_OBEY``. Stats: ``robots/meta_noindex``, ``robots/meta_nofollow``,
+``robots/rel_nofollow``, ``links/insite``,
 ``links/offsite``, ``links/dropped/<reason>``, ``pages/fetched``, ``pages/not_html``,
 ``fetch/errors/<reason>``, ``fetch/ignored``.
 """
@@ -23,6 +25,8 @@ from twisted.python.failure import Failure
 from topicspider.config import get_bool, get_int, parse_depth, parse_seeds
 from topicspider.extract import extract_emails, extract_links, extract_text, extract_title
 from topicspider.items import PageItem
+from topicspider.middlewares.robots import RobotsUnreachable
+from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives, token_from_settings
 from topicspider.urls import BadURL, canonical_url, non_page_reason, request_url, site_of
 
 if TYPE_CHECKING:
@@ -61,7 +65,10 @@ class TopicSpider(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
         spider.strip_trailing_slash = get_bool(settings, "URL_STRIP_TRAILING_SLASH")
-        spider.text_max_chars = get_int(settings, "EXTRACT_TEXT_MAX_CHARS", minimum=1)
+        spider.text_max_chars = get_int(settings, "EXTRACT_TEXT_MAX_CHARS")
+        spider.obey_meta_robots = get_bool(settings, "ROBOTS_META_OBEY")
+        spider.obey_rel_nofollow = get_bool(settings, "ROBOTS_REL_NOFOLLOW_OBEY")
+        spider.robots_token = token_from_settings(settings)
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
@@ -86,8 +93,22 @@ class TopicSpider(scrapy.Spider):
             self._count("pages/not_html")
             return
         root = response.selector.root
-        yield self._page_item(response, root, depth)
+        directives = self._robots_directives(response, root)
+        if NOINDEX in directives:
+            self._count("robots/meta_noindex")
+        else:
+            yield self._page_item(response, root, depth)
+        if NOFOLLOW in directives:
+            self._count("robots/meta_nofollow")
+            return
         yield from self._follow(response, root, site, depth)
+
+    def _robots_directives(self, response: HtmlResponse, root: Any) -> set[str]:
+        """``noindex``/``nofollow`` from the page's robots meta tags and X-Robots-Tag."""
+        if not self.obey_meta_robots:
+            return set()
+        headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
+        return meta_directives(root, self.robots_token) | header_directives(headers, self.robots_token)
 
     def _page_item(self, response: HtmlResponse, root: Any, depth: int) -> PageItem:
         text = extract_text(root, self.text_max_chars)
@@ -111,6 +132,9 @@ class TopicSpider(scrapy.Spider):
             reason = non_page_reason(link.url)
             if reason is not None:
                 counts[f"links/dropped/{reason}"] += 1
+                continue
+            if link.nofollow and self.obey_rel_nofollow:
+                counts["robots/rel_nofollow"] += 1
                 continue
             try:
                 url = request_url(link.url)
@@ -139,7 +163,7 @@ class TopicSpider(scrapy.Spider):
             self._count(f"fetch/errors/http_{status}")
             self.logger.debug("HTTP %d for %s", status, request.url)
             return
-        if failure.check(IgnoreRequest):
+        if failure.check(IgnoreRequest) and not failure.check(RobotsUnreachable):
             # A refusal by policy (robots.txt, a middleware), not a failure.
             self._count("fetch/ignored")
             self.logger.debug("Not fetched %s: %s", request.url, failure.getErrorMessage())

@@ -1,0 +1,170 @@
+"""robots.txt, per RFC 9309: fetched once per origin, cached with an expiry, parsed by
+Protego, and obeyed before a request is sent. Its ``Crawl-delay`` and
+``Request-rate`` go to the pacing middleware as a per-host minimum delay.
+
+Enabled by ``ROBOTSTXT_OBEY`` (replaces Scrapy's ``RobotsTxtMiddleware``). Settings:
+``ROBOTSTXT_USER_AGENT``, ``ROBOTSTXT_CACHE_TTL``, ``ROBOTSTXT_RETRY_TIMES``,
+``ROBOTSTXT_RETRY_DELAY``, ``ROBOTSTXT_UNREACHABLE_TTL``, ``ROBOTSTXT_MAX_SIZE``.
+Stats: ``robots/fetched``, ``robots/status/<code>``, ``robots/errors/<exception>``,
+``robots/unreachable``, ``robots/denied``, ``robots/denied_unreachable``.
+
+What a robots.txt answer means: 2xx, the rules in it; 4xx (404 above all), no rules;
+5xx or no answer, retried, then everything disallowed until
+``ROBOTSTXT_UNREACHABLE_TTL`` has passed and robots.txt is asked for again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from time import monotonic
+from typing import TYPE_CHECKING
+
+from protego import Protego
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Request, Response
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.defer import Deferred
+from twisted.internet.task import deferLater
+
+from topicspider.config import get_float, get_int
+from topicspider.robots import robots_txt_delay, token_from_settings
+from topicspider.signals import host_delay_requested
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+# Origins whose rules are kept; one evicted is asked for again when next needed.
+MAX_CACHED_ORIGINS = 10_000
+
+
+class RobotsUnreachable(IgnoreRequest):
+    """robots.txt could not be had: RFC 9309 says to assume everything disallowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostRules:
+    """What one origin's robots.txt allows, until ``expires`` (monotonic seconds)."""
+
+    parser: Protego | None
+    expires: float
+    unreachable: bool = False
+
+    def allows(self, url: str, token: str) -> bool:
+        if self.unreachable:
+            return False
+        return self.parser is None or self.parser.can_fetch(url, token)
+
+
+class RobotsTxtMiddleware:
+    # robots.txt goes before any page of its host.
+    DOWNLOAD_PRIORITY = 1000
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not settings.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured("ROBOTSTXT_OBEY is off")
+        self.crawler = crawler
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        self.token = token_from_settings(settings)
+        self.cache_ttl = get_float(settings, "ROBOTSTXT_CACHE_TTL")
+        self.unreachable_ttl = get_float(settings, "ROBOTSTXT_UNREACHABLE_TTL")
+        self.retry_times = get_int(settings, "ROBOTSTXT_RETRY_TIMES")
+        self.retry_delay = get_float(settings, "ROBOTSTXT_RETRY_DELAY")
+        self.max_size = get_int(settings, "ROBOTSTXT_MAX_SIZE")
+        self.rules: OrderedDict[str, HostRules] = OrderedDict()
+        self.waiting: dict[str, list[Deferred[HostRules]]] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RobotsTxtMiddleware:
+        return cls(crawler)
+
+    async def process_request(self, request: Request) -> None:
+        if request.meta.get("dont_obey_robotstxt") or not request.url.startswith(("http://", "https://")):
+            return
+        rules = await self._rules_for(request)
+        if rules.allows(request.url, self.token):
+            return
+        if rules.unreachable:
+            self.stats.inc_value("robots/denied_unreachable")
+            raise RobotsUnreachable("robots.txt unreachable, host disallowed for now")
+        self.stats.inc_value("robots/denied")
+        logger.debug("Forbidden by robots.txt: %s", request.url)
+        raise IgnoreRequest("Forbidden by robots.txt")
+
+    async def _rules_for(self, request: Request) -> HostRules:
+        parts = urlparse_cached(request)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        rules = self.rules.get(origin)
+        if rules is not None and rules.expires > monotonic():
+            self.rules.move_to_end(origin)
+            return rules
+        waiter: Deferred[HostRules] = Deferred()
+        if origin in self.waiting:
+            self.waiting[origin].append(waiter)
+            return await maybe_deferred_to_future(waiter)
+        self.waiting[origin] = []
+        rules = await self._fetch(origin, parts.hostname or "")
+        self.rules[origin] = rules
+        self.rules.move_to_end(origin)
+        while len(self.rules) > MAX_CACHED_ORIGINS:
+            self.rules.popitem(last=False)
+        for other in self.waiting.pop(origin):
+            other.callback(rules)
+        return rules
+
+    async def _fetch(self, origin: str, host: str) -> HostRules:
+        for attempt in range(self.retry_times + 1):
+            if attempt:
+                await self._sleep(self.retry_delay * 2 ** (attempt - 1))
+            response = await self._download(origin)
+            if response is not None and response.status < 500:
+                return self._rules_from(response, host)
+        self.stats.inc_value("robots/unreachable")
+        logger.warning(
+            "robots.txt of %s unreachable after %d tries: its pages are disallowed for %.0f s",
+            origin, self.retry_times + 1, self.unreachable_ttl,
+        )
+        return HostRules(None, monotonic() + self.unreachable_ttl, unreachable=True)
+
+    @staticmethod
+    async def _sleep(seconds: float) -> None:
+        # Imported here: importing the reactor at module load would install the default
+        # one before Scrapy installs the asyncio reactor.
+        from twisted.internet import reactor
+
+        await maybe_deferred_to_future(deferLater(reactor, seconds))
+
+    async def _download(self, origin: str) -> Response | None:
+        request = Request(
+            f"{origin}/robots.txt", priority=self.DOWNLOAD_PRIORITY, callback=NO_CALLBACK,
+            meta={"dont_obey_robotstxt": True, "dont_retry": True},
+        )
+        self.stats.inc_value("robots/fetched")
+        try:
+            response = await self.crawler.engine.download_async(request)  # type: ignore[union-attr]
+        except Exception as exc:  # noqa: BLE001 - any failure is "unreachable" per RFC 9309
+            self.stats.inc_value(f"robots/errors/{type(exc).__name__}")
+            return None
+        self.stats.inc_value(f"robots/status/{response.status}")
+        return response
+
+    def _rules_from(self, response: Response, host: str) -> HostRules:
+        expires = monotonic() + self.cache_ttl
+        if response.status >= 300:
+            # 4xx, and redirects beyond the redirect limit: robots.txt is "unavailable",
+            # which RFC 9309 reads as no rules at all.
+            return HostRules(None, expires)
+        text = response.body[: self.max_size].decode("utf-8", errors="replace")
+        parser = Protego.parse(text)
+        delay = robots_txt_delay(parser, self.token)
+        if delay > 0:
+            self.crawler.signals.send_catch_log(signal=host_delay_requested, host=host, delay=delay)
+        return HostRules(parser, expires)
