@@ -34,19 +34,20 @@ class Site:
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Any]:
-    """``serve(root)`` starts ``topicspider.localsite`` on a free port for ``root``."""
+    """``serve(root, host=...)`` starts ``topicspider.localsite`` on a free port of a
+    loopback address (127.0.0.2 and up are distinct hosts to the crawler)."""
     processes: list[subprocess.Popen[str]] = []
 
-    def start(root: Path) -> Site:
+    def start(root: Path, host: str = "127.0.0.1") -> Site:
         log_path = tmp_path / f"server-{len(processes)}.log"
         process = subprocess.Popen(
-            [sys.executable, "-m", "topicspider.localsite", str(root), "--log", str(log_path)],
+            [sys.executable, "-m", "topicspider.localsite", str(root), "--log", str(log_path), "--host", host],
             stdout=subprocess.PIPE, text=True, cwd=REPO,
         )
         processes.append(process)
         assert process.stdout is not None
         port = int(process.stdout.readline())
-        return Site(f"http://127.0.0.1:{port}", log_path)
+        return Site(f"http://{host}:{port}", log_path)
 
     yield start
     for process in processes:

@@ -1,10 +1,11 @@
 """A local web site for the demo, the tests and the benchmarks: a static HTTP server
 with a request log, and a generator of sites with a known link graph.
 
-Run ``python -m topicspider.localsite ROOT [--port 0] [--log FILE] [--backlog 128]``; it prints the port
+Run ``python -m topicspider.localsite ROOT [--port 0] [--log FILE] [--host 127.0.0.1]``; it prints the port
 it listens on as its first line. Files are served from ``ROOT``; a sidecar file
 ``NAME.headers`` holds extra ``Header: value`` lines for ``NAME`` (``Status: 503`` sets
-the status, ``Delay: 0.5`` answers half a second late). Each request is logged as one JSON line: start and end times, method,
+the status, ``Status-First: 429 2`` answers 429 to the first 2 requests only,
+``Delay: 0.5`` answers half a second late). Each request is logged as one JSON line: start and end times, method,
 path, Host and User-Agent headers, status.
 """
 
@@ -16,7 +17,7 @@ import random
 import sys
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,13 +28,19 @@ class SiteHandler(SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     log_file: IO[str] | None = None
     log_lock = threading.Lock()
+    served: Counter[str] = Counter()  # requests per path, for Status-First
 
     def handle_one_request(self) -> None:
-        self._started = time.time()
         self._status = 0
         super().handle_one_request()
         if self._status and self.log_file is not None:
             self._log_request()
+
+    def parse_request(self) -> bool:
+        # The request line has just been read: on a kept-alive connection, the time
+        # before it was spent waiting for the client, not serving it.
+        self._started = time.time()
+        return super().parse_request()
 
     def _log_request(self) -> None:
         record = {
@@ -56,6 +63,13 @@ class SiteHandler(SimpleHTTPRequestHandler):
         if delay is not None:
             time.sleep(float(delay))  # a slow server, in this handler's own thread
         status = extra.pop("Status", None)
+        first = extra.pop("Status-First", None)
+        if first is not None:
+            code, count = first.split()
+            with self.log_lock:
+                self.served[self.path] += 1
+                if self.served[self.path] <= int(count):
+                    status = code
         if status is not None:
             body = f"status {status}\n".encode()
             self.send_response(int(status))
@@ -99,11 +113,11 @@ class SiteHandler(SimpleHTTPRequestHandler):
         pass
 
 
-def serve(root: Path, port: int, log_path: Path | None, backlog: int = 128) -> None:
+def serve(root: Path, port: int, log_path: Path | None, backlog: int = 128, host: str = "127.0.0.1") -> None:
     if log_path is not None:
         SiteHandler.log_file = log_path.open("a", encoding="utf-8")
     handler = partial(SiteHandler, directory=str(root))
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler, bind_and_activate=False)
+    server = ThreadingHTTPServer((host, port), handler, bind_and_activate=False)
     # socketserver's backlog of 5 overflows when a crawler opens 16 connections at
     # once; the kernel then drops SYNs that the client retries only a second later.
     server.request_queue_size = backlog
@@ -162,11 +176,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--log", type=Path)
     parser.add_argument("--backlog", type=int, default=128, help="listen backlog (default 128)")
+    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
     options = parser.parse_args(argv)
     if not options.root.is_dir():
         parser.error(f"{options.root} is not a directory")
     try:
-        serve(options.root, options.port, options.log, options.backlog)
+        serve(options.root, options.port, options.log, options.backlog, options.host)
     except KeyboardInterrupt:
         sys.exit(0)
 

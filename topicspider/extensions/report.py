@@ -40,6 +40,13 @@ def summarize(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
         "errors": errors,
         "links_insite": stats.get("links/insite", 0),
         "links_offsite": stats.get("links/offsite", 0),
+        "robots_denied": stats.get("robots/denied", 0) + stats.get("robots/denied_unreachable", 0),
+        "meta_noindex": stats.get("robots/meta_noindex", 0),
+        "meta_nofollow": stats.get("robots/meta_nofollow", 0),
+        "hosts_slowed_by_robots": stats.get("pacing/robots_delayed_hosts", 0),
+        "max_host_delay": stats.get("pacing/max_delay", 0.0),
+        "backoffs": stats.get("backoff/count", 0),
+        "backoff_seconds": round(stats.get("backoff/seconds", 0.0), 1),
         "elapsed_seconds": round(elapsed, 3),
         "pages_per_second": round(fetched / elapsed, 2) if elapsed > 0 else 0.0,
         "finish_reason": stats.get("finish_reason", ""),
@@ -80,10 +87,10 @@ class CrawlReport:
 
     def _render(self, report: dict[str, Any]) -> str:
         lines = ["", "topicspider crawl report"]
-        lines += [f"  {key.replace('_', ' '):<18} {value}" for key, value in report.items()]
-        lines.append(f"  {'database':<18} {mask_url(self.database_url)}")
+        lines += [f"  {key.replace('_', ' '):<24} {value}" for key, value in report.items()]
+        lines.append(f"  {'database':<24} {mask_url(self.database_url)}")
         if self.crawl_log:
-            lines.append(f"  {'crawl log':<18} {self.crawl_log}")
+            lines.append(f"  {'crawl log':<24} {self.crawl_log}")
         if self.path:
-            lines.append(f"  {'stats file':<18} {self.path}")
+            lines.append(f"  {'stats file':<24} {self.path}")
         return "\n".join(lines) + "\n"

@@ -100,7 +100,8 @@ class PacingMiddleware:
         slot.delay, slot.jitter = delay, 0
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
-        if response.status not in BACKOFF_STATUSES:
+        if response.status not in BACKOFF_STATUSES or request.meta.get("dont_retry"):
+            # dont_retry: the sender retries on its own terms (robots.txt does).
             return response
         retries = request.meta.get("backoff_retries", 0)
         if retries >= self.max_retries:
