@@ -70,6 +70,27 @@ def test_depth_is_the_shortest_link_distance_under_concurrency(tmp_path, serve, 
     assert (site.url + "/leaf.html" in result.pages()) is level_sync
 
 
+@pytest.mark.parametrize("max_held", [20_000, 5])
+def test_a_redirect_at_a_shallower_depth_is_not_held_behind_deeper_pages(tmp_path, serve, crawl, max_held):
+    # slow.html (depth 1) answers late with a redirect, which comes back at depth 1
+    # while the depth-2 pages wait for their level.
+    root = tmp_path / "site"
+    write(root / "index.html", page_html("Home", "", ["/slow.html"] + [f"/p{i}.html" for i in range(5)]))
+    write(root / "slow.html", "", "Delay: 1\nStatus: 301\nLocation: /slow2.html")
+    write(root / "slow2.html", page_html("Slow2", "", []))
+    for i in range(5):
+        write(root / f"p{i}.html", page_html(f"P{i}", "", [f"/q{i}_{j}.html" for j in range(10)]))
+        for j in range(10):
+            write(root / f"q{i}_{j}.html", page_html(f"Q{i}{j}", "", []))
+    site = serve(root)
+
+    result = crawl(site.url + "/", settings={"SCHEDULER_MAX_HELD": max_held}, timeout=60)
+
+    assert result.report["finish_reason"] == "finished"
+    assert len(result.pages()) == 57
+    assert (result.stats.get("scheduler/held/overflow", 0) > 0) is (max_held == 5)
+
+
 def write(path: Path, html: str | bytes, headers: str | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(html.encode("utf-8") if isinstance(html, str) else html)

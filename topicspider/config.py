@@ -25,6 +25,7 @@ INT_SETTINGS: dict[str, int] = {
     "ROBOTSTXT_RETRY_TIMES": 0,
     "ROBOTSTXT_MAX_SIZE": 1,
     "BACKOFF_MAX_RETRIES": 0,
+    "SCHEDULER_MAX_HELD": 1,
 }
 FLOAT_SETTINGS: dict[str, float] = {
     "STORAGE_FLUSH_INTERVAL": 0.01,

@@ -2,7 +2,8 @@
 without head-of-line blocking.
 
 Enabled by ``SCHEDULER = "topicspider.scheduler.FrontierScheduler"``. Settings:
-``SCHEDULER_LEVEL_SYNC``. Stats: ``scheduler/held/level``, ``scheduler/held/host``.
+``SCHEDULER_LEVEL_SYNC``, ``SCHEDULER_MAX_HELD``. Stats: ``scheduler/held/level``, ``scheduler/held/host``,
+``scheduler/held/overflow`` (given out unheld because ``SCHEDULER_MAX_HELD`` were held).
 
 Two reasons hold a request back, in a per-host waiting line, while other hosts' requests
 go ahead:
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import Scheduler
 
-from topicspider.config import get_bool
+from topicspider.config import get_bool, get_int
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
 
 # Blocked requests popped in one call before giving up until the next call.
 POPS_PER_CALL = 64
-# Requests held back in memory, at most; past it the scheduler waits instead.
-MAX_HELD = 20_000
 
 
 def _level(request: Request) -> tuple[Any, int]:
@@ -50,6 +49,7 @@ class FrontierScheduler(Scheduler):
         scheduler = super().from_crawler(crawler)
         scheduler.level_sync = get_bool(crawler.settings, "SCHEDULER_LEVEL_SYNC")
         scheduler.default_delay = crawler.settings.getfloat("DOWNLOAD_DELAY")
+        scheduler.max_held = get_int(crawler.settings, "SCHEDULER_MAX_HELD")
         scheduler.waiting = Counter()  # (site, depth) -> requests queued or held
         scheduler.held = OrderedDict()  # host -> deque of requests popped, not yet given out
         scheduler.held_count = 0
@@ -76,6 +76,7 @@ class FrontierScheduler(Scheduler):
         shallowest = self._shallowest_active() if self.level_sync else {}
         busy = self._busy_hosts()
         for host, requests in self.held.items():
+            # A host's line is kept shallowest first, so its head is the one to try.
             if host not in busy and self._level_allows(requests[0], shallowest):
                 request = requests.popleft()
                 if not requests:
@@ -85,23 +86,36 @@ class FrontierScheduler(Scheduler):
                 self.held_count -= 1
                 return self._taken(request)
         for _ in range(POPS_PER_CALL):
-            if self.held_count >= MAX_HELD:
-                return None
             request = super().next_request()
             if request is None:
                 return None
             host = self.downloader.get_slot_key(request)
-            if host in self.held or host in busy:
+            if host in busy:
                 reason = "host"
             elif not self._level_allows(request, shallowest):
                 reason = "level"
             else:
                 return self._taken(request)
-            self.held.setdefault(host, deque()).append(request)
-            self.held_count += 1
-            assert self.stats is not None
-            self.stats.inc_value(f"scheduler/held/{reason}")
+            if self.held_count >= self.max_held:
+                # Holding more could starve the very request the held ones wait for.
+                self._count("scheduler/held/overflow")
+                return self._taken(request)
+            self._hold(host, request)
+            self._count(f"scheduler/held/{reason}")
         return None
+
+    def _hold(self, host: str, request: Request) -> None:
+        requests = self.held.setdefault(host, deque())
+        depth = request.meta.get("depth", 0)
+        index = len(requests)
+        while index and requests[index - 1].meta.get("depth", 0) > depth:
+            index -= 1
+        requests.insert(index, request)
+        self.held_count += 1
+
+    def _count(self, key: str) -> None:
+        assert self.stats is not None
+        self.stats.inc_value(key)
 
     def _taken(self, request: Request) -> Request:
         level = _level(request)
