@@ -40,8 +40,9 @@ level barrier of ``topicspider.scheduler.FrontierScheduler``). The breakdown of
 (first start -> last end, over all hosts) and the tail (last end -> spider closed).
 
 Configurations: H=4 x 20 pages, d=0.5 s; H=16 x 10, d=1 s; H=24 x 8, d=1 s (more hosts
-than CONCURRENT_REQUESTS=16), its control with CONCURRENT_REQUESTS=48, and H=4 x 20,
-d=0.5 s with the default jitter 0.5. Any failed crawl, missing page or non-200 answer
+than CONCURRENT_REQUESTS=16), its control with CONCURRENT_REQUESTS=48, H=4 x 20, d=0.5 s
+with the default jitter 0.5, and the two H=24 ones with jitter 0.5 (the jitter takes the
+hosts out of phase, so that more of them wait for their turn at any one time). Any failed crawl, missing page or non-200 answer
 stops the benchmark with exit status 1, keeping its files.
 """
 
@@ -79,7 +80,7 @@ GOAL = 0.9
 # a few ms later than its successor on a kept-alive one, so that gap may look this much
 # shorter than the delay the crawler honoured. Shorter still is a violation.
 TOLERANCE = 0.010
-JITTER_TRIALS = 4000
+JITTER_TRIALS = 2000
 
 
 class BenchFailure(RuntimeError):
@@ -117,6 +118,8 @@ CONFIGS = (
     Config("C", 24, 8, 1.0, note="more hosts than CONCURRENT_REQUESTS"),
     Config("C48", 24, 8, 1.0, concurrency=48, note="control of C: CONCURRENT_REQUESTS=48"),
     Config("Aj", 4, 20, 0.5, jitter=0.5, note="default jitter 0.5 (mean factor 1.25)"),
+    Config("Cj", 24, 8, 1.0, jitter=0.5, note="C with jitter: hosts drift out of phase"),
+    Config("C48j", 24, 8, 1.0, jitter=0.5, concurrency=48, note="control of Cj"),
 )
 
 
@@ -308,6 +311,8 @@ def _host_result(config: Config, server: Server, log: list[dict[str, Any]], work
     for earlier, later, gap in zip(log, log[1:], gaps):
         if earlier["path"] == "/robots.txt":
             kind = "robots->seed"
+        elif earlier["path"] == "/":
+            kind = "seed->next"
         elif server.depths[earlier["path"]] == server.depths[later["path"]]:
             kind = "same level"
         else:
@@ -319,13 +324,22 @@ def _host_result(config: Config, server: Server, log: list[dict[str, Any]], work
                       log[-1]["end"] - log[-1]["start"], dict(excess), short)
 
 
-def expected_max_jitter(config: Config, trials: int = JITTER_TRIALS) -> float:
-    """E[max over hosts of the sum of the R - 1 jittered delays], by Monte Carlo."""
+def expected_max_jitter(config: Config, paired: bool, trials: int = JITTER_TRIALS) -> float:
+    """E[max over hosts of the sum of the R - 1 jittered gaps of a host], by Monte Carlo.
+
+    ``paired``: each gap is the larger of two successive requests' draws, instead of a
+    draw of its own.
+    """
     rng = random.Random(0)
     steps, d, j = config.requests - 1, config.delay, config.jitter
     total = 0.0
     for _ in range(trials):
-        total += max(sum(d * (1 + rng.uniform(0, j)) for _ in range(steps)) for _ in range(config.hosts))
+        slowest = 0.0
+        for _ in range(config.hosts):
+            draws = [d * (1 + rng.uniform(0, j)) for _ in range(steps + 1)]
+            gaps = [max(a, b) for a, b in zip(draws, draws[1:])] if paired else draws[1:]
+            slowest = max(slowest, sum(gaps))
+        total += slowest
     return total / trials
 
 
@@ -408,55 +422,75 @@ def print_table(runs: Sequence[Run]) -> None:
           "gaps between consecutive starts on one host")
 
 
+KINDS = ("robots->seed", "seed->next", "same level", "level change")
+
+
 def print_details(runs: Sequence[Run]) -> None:
-    print("\nwhere the time goes (s): actual = start-up + window + tail; per host, time above d in the gaps")
-    header = (f"{'cfg':<4} {'rnd':>3} | {'start-up':>8} {'window':>7} {'tail':>6} {'wall':>6} | "
-              f"{'req/s':>6} {'H/d':>6} {'CR/d':>6} | {'robots->seed':>12} {'same level':>10} {'lvl change':>10}"
-              f" | {'gaps>d+50ms':>11} {'max gap':>7}")
+    print("\nwhere the time goes (s): actual = start-up + window + tail")
+    header = (f"{'cfg':<4} {'rnd':>3} | {'start-up':>8} {'window':>7} {'tail':>6} {'wall':>6} {'late':>5} | "
+              f"{'req/s':>6} {'H/df':>6} {'CR/df':>6} | " + " ".join(f"{kind:>13}" for kind in KINDS))
     print(header)
     print("-" * len(header))
     for run in runs:
         c = run.config
         starts = sorted(s for h in run.hosts for s in h.starts)
         rate = (len(starts) - 1) / (starts[-1] - starts[0])
-        excess: dict[str, list[float]] = defaultdict(list)
-        for host in run.hosts:
-            for kind in ("robots->seed", "same level", "level change"):
-                excess[kind].append(host.excess.get(kind, 0.0))
-        gaps = run.all_gaps()
-        late = sum(1 for g in gaps if g > c.delay * c.factor + 0.05) if not c.jitter else sum(
-            1 for g in gaps if g > c.delay * (1 + c.jitter) + 0.05)
+        firsts = [h.starts[0] for h in run.hosts]
 
         def per_host(kind: str) -> str:
-            return f"{statistics.mean(excess[kind]):.2f}/{max(excess[kind]):.2f}"
+            values = [host.excess.get(kind, 0.0) for host in run.hosts]
+            return f"{statistics.mean(values):.2f}/{max(values):.2f}"
 
-        print(f"{c.name:<4} {run.round:>3} | {run.startup:>8.2f} {run.window:>7.2f} {run.tail:>6.2f} {run.wall:>6.2f} | "
+        print(f"{c.name:<4} {run.round:>3} | {run.startup:>8.2f} {run.window:>7.2f} {run.tail:>6.2f} {run.wall:>6.2f} "
+              f"{max(firsts) - min(firsts):>5.2f} | "
               f"{rate:>6.1f} {c.hosts / (c.delay * c.factor):>6.1f} {c.concurrency / (c.delay * c.factor):>6.1f} | "
-              f"{per_host('robots->seed'):>12} {per_host('same level'):>10} {per_host('level change'):>10}"
-              f" | {late:>4}/{len(gaps):<6} {max(gaps):>7.3f}")
-    print("req/s = request starts per second over all hosts; H/d = what the delays allow; CR/d = the cap if each "
-          "request held one of the CONCURRENT_REQUESTS slots for a whole delay.\ntime above d: mean/max per host, "
-          "seconds of gap beyond d summed over the host's steps of each kind (with jitter this includes the jitter "
-          "itself, d*j/2 per step on average).\ngaps>d+50ms: gaps longer than d*(1+jitter) + 50 ms, over all hosts")
-    print("\ngaps shorter than d (server clock; a violation only below d - "
+              + " ".join(f"{per_host(kind):>13}" for kind in KINDS))
+    print("start-up = spider opened -> first request start; window = first request start -> last request end (all\n"
+          "hosts); tail = last request end -> spider closed; wall = the whole process; late = last host's first\n"
+          "request (robots.txt) start - first host's. req/s = request starts per second over all hosts; H/df = what\n"
+          "the delays allow; CR/df = the cap if every request held one of the CONCURRENT_REQUESTS slots for a whole\n"
+          "delay. Last four: seconds of gap above d, summed over a host's steps of that kind, mean/max over hosts\n"
+          "(with jitter this includes the jitter itself); seed->next is the step from the seed to the first depth-1\n"
+          "page, level change a later step to the next depth (the level barrier of FrontierScheduler).")
+
+    print(f"\ngaps between consecutive request starts on one host (server clock; violation = below d - "
           f"{TOLERANCE * 1000:.0f} ms):")
     for run in runs:
+        c = run.config
+        gaps = run.all_gaps()
         short = [item for host in run.hosts for item in host.short]
+        violations = [(kind, gap) for kind, gap in short if gap < c.delay - TOLERANCE]
         kinds: dict[str, int] = defaultdict(int)
-        for kind, _ in short:
+        for kind, _ in violations:
             kinds[kind] += 1
-        shown = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())) or "none"
-        shortest = min((gap for _, gap in short), default=None)
-        worst = "" if shortest is None else f"; shortest {shortest:.4f}s = d - {1000 * (run.config.delay - shortest):.1f} ms"
-        print(f"  {run.config.name:<4} round {run.round}: {len(short)} of {len(run.all_gaps())} ({shown}){worst}")
-    jittered = {run.config for run in runs if run.config.jitter}
-    for config in sorted(jittered, key=lambda c: c.name):
-        t_last = statistics.median(r.t_last for r in runs if r.config == config)
-        expected = expected_max_jitter(config) + t_last
-        actual = statistics.median(r.elapsed for r in runs if r.config == config)
-        print(f"\n{config.name}: with jitter {config.jitter}, E[slowest of {config.hosts} hosts' delay sums] + t_last = "
-              f"{expected:.2f}s (mean-factor ideal {(config.requests - 1) * config.delay * config.factor + t_last:.2f}s); "
-              f"ratio against it {expected / actual:.3f}")
+        shown = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
+        shortest = min(gaps)
+        line = (f"  {c.name:<4} round {run.round}: mean gap {statistics.mean(gaps):.4f}s = d x "
+                f"{statistics.mean(gaps) / c.delay:.3f} (f = {c.factor:.3f}); {len(short)} of {len(gaps)} below d, "
+                f"{len(violations)} below d - tolerance{f' ({shown})' if shown else ''}; shortest {shortest:.4f}s "
+                f"= d {'-' if shortest < c.delay else '+'} {1000 * abs(c.delay - shortest):.1f} ms")
+        if c.jitter:
+            repeats = sum(1 for h in run.hosts for g1, g2 in zip(h.gaps, h.gaps[1:]) if abs(g1 - g2) < 0.002)
+            pairs = sum(max(0, len(h.gaps) - 1) for h in run.hosts)
+            line += (f"; consecutive gaps equal within 2 ms: {repeats} of {pairs} (independent draws: "
+                     f"~{pairs * 2 * 0.002 / (c.delay * c.jitter):.0f})")
+        if violations:
+            line += "   !!! DELAY VIOLATED !!!"
+        print(line)
+
+    jittered = sorted({run.config for run in runs if run.config.jitter}, key=lambda c: c.name)
+    for config in jittered:
+        group = [r for r in runs if r.config == config]
+        t_last = statistics.median(r.t_last for r in group)
+        actual = statistics.median(r.elapsed for r in group)
+        own = expected_max_jitter(config, paired=False) + t_last
+        paired = expected_max_jitter(config, paired=True) + t_last
+        mean_ideal = (config.requests - 1) * config.delay * config.factor + t_last
+        print(f"\n{config.name}: jitter {config.jitter}. Ideal with the mean factor {config.factor}: {mean_ideal:.2f}s "
+              f"(ratio {mean_ideal / actual:.3f}). The crawl waits for the slowest host: expected slowest of "
+              f"{config.hosts} hosts' delay sums, one draw per gap: {own:.2f}s (ratio {own / actual:.3f}); if each "
+              f"gap were the larger of its own and the previous request's draw (mean factor "
+              f"{1 + 2 * config.jitter / 3:.3f}): {paired:.2f}s (ratio {paired / actual:.3f}).")
 
 
 def print_summary(runs: Sequence[Run]) -> None:

@@ -16,7 +16,7 @@ def test_seed_list() -> None:
 
 def test_seed_file(tmp_path: Path) -> None:
     seeds = tmp_path / "seeds.txt"
-    seeds.write_text("\ufeff# my seeds\nhttp://a.com/\n\n  https://b.com/x  \n", encoding="utf-8")
+    seeds.write_text("\ufeff# my seeds\nhttp://a.com/  # main site\n\n  https://b.com/x#frag  \n", encoding="utf-8")
     assert parse_seeds(f"@{seeds}") == ["http://a.com/", "https://b.com/x"]
 
 

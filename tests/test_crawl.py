@@ -215,17 +215,41 @@ def test_unreachable_seed_is_logged_and_the_crawl_still_reports(tmp_path, serve,
 
 def test_a_page_that_fails_to_parse_does_not_stop_the_crawl(tmp_path, serve, crawl):
     root = tmp_path / "site"
-    write(root / "index.html", page_html("Home", "", ["/bad.html", "/empty.html", "/good.html"]))
+    write(root / "index.html", page_html("Home", "", ["/bad.html", "/empty.html", "/badbase.html"]))
     write(root / "bad.html", bytes(range(256)) * 40, "Content-Type: text/html")
     write(root / "empty.html", b"")
+    write(root / "badbase.html", '<html><head><base href="http://[oops/"><meta http-equiv="refresh" '
+                                 'content="5; url=next.html"><title>Bad base</title></head>'
+                                 '<body><a href="good.html">good</a> <a href="http://[x/">broken</a></body></html>')
     write(root / "good.html", page_html("Good", "", []))
     site = serve(root)
 
     result = crawl(site.url + "/")
 
     assert result.returncode == 0
-    assert result.pages()[site.url + "/good.html"] == "Good"
-    assert result.stats.get("spider_exceptions/count", 0) == 0
+    stored = result.pages()
+    assert stored[site.url + "/badbase.html"] == "Bad base"
+    assert stored[site.url + "/good.html"] == "Good"  # resolved against the page URL
+    assert site.url + "/bad.html" in stored and site.url + "/empty.html" in stored
+    assert result.stats["links/dropped/malformed"] >= 2
+    assert result.report["errors"] == 0
+
+
+def test_a_storage_failure_is_counted_and_reported(tmp_path, serve, crawl):
+    import sqlite3
+
+    generate_site(tmp_path / "site", pages=5, links_per_page=2)
+    site = serve(tmp_path / "site")
+    crawl(site.url + "/", depth=0)
+    with sqlite3.connect(tmp_path / "work" / "topicspider.db") as db:
+        db.execute("CREATE TRIGGER refuse BEFORE INSERT ON pages BEGIN SELECT RAISE(ABORT, 'refused'); END")
+
+    result = crawl(site.url + "/", depth=5)
+
+    assert result.returncode == 0
+    assert result.stats["storage/errors"] >= 1 and result.stats["storage/pages_failed"] >= 4
+    assert result.report["errors"] >= 4 and result.report["pages_stored"] < 5
+    assert "Could not store" in result.stderr and "refused" in result.stderr
 
 
 def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):
@@ -253,6 +277,13 @@ def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):
     (["-s", "DATABASE_URL=sqlite:////no/such/dir/x.db"], "directory '/no/such/dir' does not exist"),
     (["-s", "STORAGE_BATCH_SIZE=0"], "STORAGE_BATCH_SIZE must be at least 1, got 0"),
     (["-s", "URL_STRIP_TRAILING_SLASH=maybe"], "URL_STRIP_TRAILING_SLASH must be true or false, got 'maybe'"),
+    (["-s", "DOWNLOAD_DELAY=abc"], "DOWNLOAD_DELAY must be a number, got 'abc'"),
+    (["-s", "CONCURRENT_REQUESTS=0"], "CONCURRENT_REQUESTS must be at least 1, got 0"),
+    (["-s", "CRAWL_LOG=/no/such/dir/crawl.log"], "CRAWL_LOG '/no/such/dir/crawl.log': directory '/no/such/dir' does not exist"),
+    (["-s", "STATS_FILE=/no/such/dir/s.json"], "STATS_FILE '/no/such/dir/s.json': directory '/no/such/dir' does not exist"),
+    (["-a", "dept=0"], "unknown spider argument 'dept' (known: seeds, depth)"),
+    (["-a", "seeds=http://bob:s3cret@exa mple.com/"], "bad seed URL 'http://bob:***@exa mple.com/': white space in the host"),
+    (["-s", "DATABASE_URL=sqlite://me:hunter2@host/x.db"], "DATABASE_URL 'sqlite://me:***@host/x.db': use sqlite:///path"),
 ])
 def test_bad_input_gets_one_error_line_before_any_request(tmp_path, serve, arguments, message):
     generate_site(tmp_path / "site", pages=2, links_per_page=1)
@@ -264,7 +295,7 @@ def test_bad_input_gets_one_error_line_before_any_request(tmp_path, serve, argum
     errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
     assert len(errors) == 1 and errors[0].startswith("topicspider: error: ")
     assert message in errors[0]
-    assert "hunter2" not in done.stderr + done.stdout
+    assert "hunter2" not in done.stderr + done.stdout and "s3cret" not in done.stderr + done.stdout
     assert site.requests() == []
 
 

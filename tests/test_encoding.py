@@ -66,3 +66,37 @@ def test_guesses() -> None:
     assert guess_encoding(text.encode("utf-8")) == "utf-8"
     assert guess_encoding("這是一個關於電子表格的中文網頁".encode("big5")) in {"big5", "big5hkscs"}
     assert guess_encoding(bytes(range(128, 256))) != "utf-8"
+
+
+SHORT_PAGES = [
+    ("首页", "欢迎光临本公司网站"), ("公司简介", "我们是一家软件公司"), ("联系我们", "电话和地址"),
+    ("新闻中心", "今日要闻"), ("产品展示", "最新产品列表"), ("招聘信息", "诚聘软件工程师"),
+]
+
+
+@pytest.mark.parametrize(("title", "sentence"), SHORT_PAGES)
+@pytest.mark.parametrize("encoding", ["gbk", "big5"])
+def test_short_undeclared_chinese_pages(title: str, sentence: str, encoding: str) -> None:
+    if encoding == "big5":
+        title, sentence = title.encode("big5", "replace").decode("big5"), sentence.encode("big5", "replace").decode("big5")
+    html = f"<html><head><title>{title}</title></head><body><p>{sentence}</p></body></html>"
+    body = html.encode(encoding)
+    response = HtmlResponse("http://example.com/", body=body, headers={"Content-Type": "text/html"})
+    chosen = better_encoding(body, "text/html")
+    if chosen is not None:
+        response = response.replace(encoding=chosen)
+    assert extract_title(response.selector.root) == title
+
+
+@pytest.mark.parametrize(("content_type", "meta", "body_encoding"), [
+    ("text/html; charset=ISO-8859-1", "gbk", "gbk"),        # a server's default header, a true <meta>
+    ("text/html; charset=gbk", "", "utf-8"),                # a UTF-8 page labelled GBK
+    ("text/html", "gb2312", "utf-8"),                       # a UTF-8 page whose <meta> lies
+])
+def test_contradicted_declarations(content_type: str, meta: str, body_encoding: str) -> None:
+    head = f'<meta charset="{meta}">' if meta else ""
+    body = f"<html><head>{head}<title>新闻中心</title></head><body>今日要闻</body></html>".encode(body_encoding)
+    response = HtmlResponse("http://example.com/", body=body, headers={"Content-Type": content_type})
+    chosen = better_encoding(body, content_type)
+    assert chosen is not None
+    assert extract_title(response.replace(encoding=chosen).selector.root) == "新闻中心"

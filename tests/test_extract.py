@@ -6,12 +6,15 @@ import pytest
 from lxml.html import HtmlElement, document_fromstring
 
 from topicspider.extract import (
+    base_url,
+    decode_cfemail,
     emails_in_mailto,
     emails_in_text,
     extract_emails,
     extract_links,
     extract_text,
     extract_title,
+    truncate,
 )
 
 
@@ -30,8 +33,15 @@ def test_title_falls_back_to_og_title_then_h1(html: str, title: str) -> None:
     assert extract_title(parse(html)) == title
 
 
-def test_title_is_capped() -> None:
-    assert len(extract_title(parse(f"<title>{'x' * 5000}</title>"))) == 1000
+def test_svg_titles_are_not_the_page_title() -> None:
+    icon = "<svg><title>Close icon</title></svg>"
+    assert extract_title(parse(f"<head><title>Real Title</title></head><body>{icon}</body>")) == "Real Title"
+    assert extract_title(parse(f'<head><title></title><meta property="og:title" content="OG"></head><body>{icon}</body>')) == "OG"
+
+
+def test_truncate() -> None:
+    assert truncate("abc def", 10) == ("abc def", False)
+    assert truncate("abc def", 4) == ("abc", True)
 
 
 def test_visible_text_leaves_out_scripts_styles_and_markup() -> None:
@@ -62,6 +72,8 @@ def test_visible_text_is_capped_and_survives_deep_nesting() -> None:
     ("mail: me@example.com: thanks", ["me@example.com"]),
     ("end of sentence: me@example.com.", ["me@example.com"]),
     ("dots a..b@example.com", []),
+    ("联系邮箱service@example.cn地址北京", ["service@example.cn"]),
+    ("请发送至hr@example.com.cn或致电", ["hr@example.com.cn"]),
 ])
 def test_emails_in_text(text: str, emails: list[str]) -> None:
     assert emails_in_text(text) == emails
@@ -79,6 +91,24 @@ def test_emails_from_entities_text_and_links() -> None:
         "info@example.com", "sales@example.com", "boss@example.com"]
 
 
+def test_cloudflare_protected_addresses() -> None:
+    key, address = 0x42, "hidden@example.com"
+    encoded = f"{key:02x}" + "".join(f"{ord(c) ^ key:02x}" for c in address)
+    assert decode_cfemail(encoded) == address and decode_cfemail("zz") == "" and decode_cfemail("42") == ""
+    root = parse(f"""<body><a href="/cdn-cgi/l/email-protection" class="__cf_email__"
+        data-cfemail="{encoded}">[email&#160;protected]</a>
+        <a href="/cdn-cgi/l/email-protection#{encoded}">mail</a></body>""")
+    assert extract_emails(root, extract_text(root)) == [address]
+
+
+def test_base_href_anywhere_and_broken() -> None:
+    late = parse(f"<html><head><style>{'x' * 6000}</style><base href='/docs/'></head><body></body></html>")
+    assert base_url(late, "http://example.com/a/b.html") == "http://example.com/docs/"
+    assert base_url(parse("<head><base href='http://[oops/'></head>"), "http://e.com/x") == "http://e.com/x"
+    assert base_url(parse("<head><base href='javascript:x'></head>"), "http://e.com/x") == "http://e.com/x"
+    assert base_url(parse("<p>none</p>"), "http://e.com/x") == "http://e.com/x"
+
+
 def test_links_are_resolved_against_the_base() -> None:
     root = parse("""<html><body>
         <a href="a.html">A</a> <a href='/b'>B</a> <a href=c.html>C</a>
@@ -86,7 +116,8 @@ def test_links_are_resolved_against_the_base() -> None:
         <a href="d.html" rel="NoFollow noopener">D <i>italic</i></a>
         <area href="e.html"><iframe src="f.html"></iframe>
         <a href="http://[broken/">broken</a></body></html>""")
-    links = extract_links(root, "http://example.com/dir/page.html")
+    links, malformed = extract_links(root, "http://example.com/dir/page.html")
+    assert malformed == 1
     assert [link.url for link in links] == [
         "http://example.com/dir/a.html", "http://example.com/b", "http://example.com/dir/c.html",
         "http://example.com/dir/d.html", "http://example.com/dir/e.html", "http://example.com/dir/f.html"]

@@ -9,7 +9,8 @@ import pytest
 
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
-from topicspider.storage import mask_url, open_store
+from topicspider.storage import open_store
+from topicspider.urls import mask_url
 from topicspider.storage.sqlite import SCHEMA_VERSION
 
 

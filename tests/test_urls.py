@@ -40,11 +40,25 @@ def test_request_url_keeps_the_trailing_slash_and_drops_the_fragment() -> None:
     assert request_url("HTTP://Example.COM:80/a/?b=1&a=2#frag") == "http://example.com/a/?b=1&a=2"
 
 
+def test_spaces_in_a_path_are_quoted_and_underscores_in_hosts_pass() -> None:
+    assert request_url("http://example.com/my page.html") == "http://example.com/my%20page.html"
+    assert request_url("http://a_b.example.com/") == "http://a_b.example.com/"
+
+
+def test_passwords_never_reach_error_messages() -> None:
+    with pytest.raises(BadURL) as caught:
+        request_url("http://bob:s3cret@example.com:99999/")
+    assert "s3cret" not in str(caught.value) and "bob:***@" in str(caught.value)
+
+
 def test_non_ascii_urls_are_quoted() -> None:
     assert request_url("http://例子.中国/路径") == "http://xn--fsqu00a.xn--fiqs8s/%E8%B7%AF%E5%BE%84"
 
 
-@pytest.mark.parametrize("bad", ["ftp://example.com/", "example.com", "http://", "http://x.com:99999/", "mailto:a@b.com", ""])
+@pytest.mark.parametrize("bad", [
+    "ftp://example.com/", "example.com", "http://", "http://x.com:99999/", "mailto:a@b.com", "",
+    "http://exa mple.com/", "http://example..com/", "http://.../", "http://-bad.com/", "http://[oops/",
+])
 def test_bad_urls(bad: str) -> None:
     with pytest.raises(BadURL):
         request_url(bad)
@@ -79,7 +93,10 @@ def test_ip_sites_differ_by_port() -> None:
     ("http://e.com/a.tar.gz", "extension"), ("http://e.com/a.pdf", "extension"),
     ("javascript:void(0)", "scheme"), ("mailto:a@e.com", "scheme"), ("tel:+1", "scheme"),
     ("data:text/html,x", "scheme"), ("ftp://e.com/", "scheme"),
+    ("http://e.com/a.pdf;jsessionid=1A2B", "extension"), ("http://e.com/book.epub", "extension"),
+    ("http://e.com/app.mjs", "extension"), ("http://e.com/pic.avif", "extension"),
     ("http://e.com/a.html", None), ("http://e.com/a.php?x=1.png", None), ("https://e.com/dir/", None),
+    ("http://e.com/a.jsp;jsessionid=1A2B", None),
 ])
 def test_non_page_links(url: str, reason: str | None) -> None:
     assert non_page_reason(url) == reason

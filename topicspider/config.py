@@ -6,6 +6,7 @@ Every check raises :class:`ConfigError` with the bad value in its message, so th
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -26,6 +27,13 @@ INT_SETTINGS: dict[str, int] = {
     "ROBOTSTXT_MAX_SIZE": 1,
     "BACKOFF_MAX_RETRIES": 0,
     "SCHEDULER_MAX_HELD": 1,
+    # Scrapy's own, which it would only reject with a traceback.
+    "CONCURRENT_REQUESTS": 1,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    "CONCURRENT_ITEMS": 1,
+    "DOWNLOAD_MAXSIZE": 0,
+    "DOWNLOAD_WARNSIZE": 0,
+    "DEPTH_PRIORITY": -1_000_000,
 }
 FLOAT_SETTINGS: dict[str, float] = {
     "STORAGE_FLUSH_INTERVAL": 0.01,
@@ -36,6 +44,7 @@ FLOAT_SETTINGS: dict[str, float] = {
     "ROBOTSTXT_RETRY_DELAY": 0.0,
     "BACKOFF_DEFAULT_DELAY": 0.0,
     "BACKOFF_MAX_DELAY": 0.0,
+    "DOWNLOAD_TIMEOUT": 0.001,
 }
 BOOL_SETTINGS = (
     "URL_STRIP_TRAILING_SLASH",
@@ -73,7 +82,9 @@ def _read_seed_file(path: Path) -> list[str]:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read seed file {str(path)!r}: {exc}") from None
-    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    # "#" starts a comment at the start of a line or after white space; inside a URL
+    # it is a fragment.
+    return [line for line in (re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip() for raw in lines) if line]
 
 
 def parse_depth(value: str | int) -> int:

@@ -26,12 +26,13 @@ BLOCK_TAGS = frozenset({
     "table", "td", "th", "tr", "ul", "title", "body", "html", "img", "input", "button",
     "select", "textarea", "label", "caption", "summary", "details",
 })
-TITLE_MAX_CHARS = 1000
 
-# The trailing look-aheads reject "logo@2x.png-ish" tails and SSH remotes such as
-# "git@gitlab.gnome.org:GNOME/gimp.git".
+# ASCII classes around the address, not \w: on Chinese pages an address usually touches
+# Han characters ("邮箱service@example.cn地址"). The last look-ahead rejects SSH remotes
+# such as "git@gitlab.gnome.org:GNOME/gimp.git".
 EMAIL = re.compile(
-    r"(?<![\w.%+-])([a-z0-9][a-z0-9._%+-]{0,63})@((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,24})(?![\w-])(?!:[\w/~])",
+    r"(?<![A-Za-z0-9._%+-])([a-z0-9][a-z0-9._%+-]{0,63})@((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,24})"
+    r"(?![A-Za-z0-9-])(?!:[A-Za-z0-9/~])",
     re.IGNORECASE,
 )
 _OPEN, _CLOSE = r"[\[\(\{<]", r"[\]\)\}>]"
@@ -45,22 +46,23 @@ def normalize_space(text: str) -> str:
 
 
 def extract_title(root: HtmlElement) -> str:
-    """``<title>``, else ``og:title``, else the first ``<h1>``; whitespace normalised."""
+    """``<title>``, else ``og:title``, else the first ``<h1>``; whitespace normalised.
+    The ``<title>`` of an inline SVG icon is not the page's."""
     candidates = (
-        root.xpath("//title[1]//text()"),
+        root.xpath("(//title[not(ancestor::svg)])[1]//text()"),
         root.xpath("//meta[@property='og:title' or @name='og:title']/@content"),
         root.xpath("(//h1)[1]//text()"),
     )
     for texts in candidates:
         title = normalize_space(" ".join(texts))
         if title:
-            return title[:TITLE_MAX_CHARS]
+            return title
     return ""
 
 
-def extract_text(root: HtmlElement, max_chars: int) -> str:
+def extract_text(root: HtmlElement, max_chars: int | None = None) -> str:
     """The visible text of the page body: no scripts, styles or markup, whitespace
-    normalised, cut at ``max_chars``."""
+    normalised, cut at ``max_chars`` if given."""
     body = root.find("body")
     chunks: list[str] = []
     # An explicit stack, not recursion: hostile pages nest thousands of levels deep.
@@ -85,6 +87,13 @@ def extract_text(root: HtmlElement, max_chars: int) -> str:
         stack.append((node, True))
         stack.extend((child, False) for child in reversed(node))
     return normalize_space("".join(chunks))[:max_chars].rstrip()
+
+
+def truncate(text: str, max_chars: int) -> tuple[str, bool]:
+    """``text`` cut at ``max_chars``, and whether anything was cut."""
+    if len(text) <= max_chars:
+        return text, False
+    return text[:max_chars].rstrip(), True
 
 
 def emails_in_text(text: str) -> list[str]:
@@ -118,10 +127,27 @@ def emails_in_mailto(hrefs: list[str]) -> list[str]:
     return emails_in_text(" ".join(targets))
 
 
+def decode_cfemail(encoded: str) -> str:
+    """An address hidden by Cloudflare's e-mail protection (hex; the first byte is the
+    XOR key of the others), or "" when ``encoded`` is not such a value."""
+    try:
+        data = bytes.fromhex(encoded.strip())
+    except ValueError:
+        return ""
+    if len(data) < 2:
+        return ""
+    return bytes(byte ^ data[0] for byte in data[1:]).decode("utf-8", errors="replace")
+
+
 def extract_emails(root: HtmlElement, text: str) -> list[str]:
-    """Addresses from the visible text and from ``mailto:`` links, de-duplicated."""
+    """Addresses from the visible text, ``mailto:`` links and Cloudflare-protected
+    addresses, de-duplicated."""
     mailto = root.xpath("//a[starts-with(translate(normalize-space(@href), 'MAILTO', 'mailto'), 'mailto:')]/@href")
-    merged = dict.fromkeys(emails_in_text(text) + emails_in_mailto(mailto))
+    protected = root.xpath("//@data-cfemail") + [
+        href.partition("#")[2] for href in root.xpath("//a[contains(@href, '/cdn-cgi/l/email-protection#')]/@href")
+    ]
+    hidden = " ".join(decode_cfemail(value) for value in protected)
+    merged = dict.fromkeys(emails_in_text(text) + emails_in_mailto(mailto) + emails_in_text(hidden))
     return list(merged)
 
 
@@ -137,18 +163,32 @@ class RawLink:
 LINK_XPATH = "//a[@href] | //area[@href] | //frame[@src] | //iframe[@src]"
 
 
-def extract_links(root: HtmlElement, base_url: str) -> list[RawLink]:
-    """Every ``a``/``area`` href and ``frame``/``iframe`` src, resolved against
-    ``base_url`` (the page URL, or its ``<base href>``)."""
-    links = []
+def base_url(root: HtmlElement, page_url: str) -> str:
+    """The URL the page's relative links resolve against: its first ``<base href>``,
+    wherever it stands in the page, or ``page_url`` when there is none or it is broken."""
+    for href in root.xpath("//base[@href][1]/@href"):
+        try:
+            base = urljoin(page_url, href.strip())
+        except ValueError:
+            break
+        if base.startswith(("http://", "https://")):
+            return base
+    return page_url
+
+
+def extract_links(root: HtmlElement, base: str) -> tuple[list[RawLink], int]:
+    """Every ``a``/``area`` href and ``frame``/``iframe`` src, resolved against ``base``
+    (see :func:`base_url`), and how many could not be resolved."""
+    links, malformed = [], 0
     for element in root.xpath(LINK_XPATH):
         target = (element.get("href") or element.get("src") or "").strip()
         if not target or target.startswith("#"):
             continue
         rel = (element.get("rel") or "").lower().split()
         try:
-            url = urljoin(base_url, target)
+            url = urljoin(base, target)
         except ValueError:
+            malformed += 1
             continue
         links.append(RawLink(url, normalize_space(element.text_content())[:200], "nofollow" in rel))
-    return links
+    return links, malformed

@@ -6,9 +6,11 @@ first lets ``scrapy crawl`` fail with one line before the engine starts.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from topicspider.config import check_typed_settings
+from topicspider.config import ConfigError, check_typed_settings
 from topicspider.storage import open_store
 
 if TYPE_CHECKING:
@@ -18,4 +20,17 @@ if TYPE_CHECKING:
 def check_settings(settings: BaseSettings) -> None:
     """Raise :class:`~topicspider.config.ConfigError` for the first bad setting."""
     check_typed_settings(settings)
+    for name in ("CRAWL_LOG", "STATS_FILE"):
+        _check_writable(name, settings.get(name) or "")
     open_store(settings.get("DATABASE_URL") or "").close()
+
+
+def _check_writable(name: str, path: str) -> None:
+    if not path:
+        return
+    target = Path(path)
+    directory = target.parent.resolve()
+    if not directory.is_dir():
+        raise ConfigError(f"{name} {path!r}: directory {str(target.parent)!r} does not exist")
+    if target.is_dir() or not os.access(target if target.exists() else directory, os.W_OK):
+        raise ConfigError(f"{name} {path!r}: cannot be written")

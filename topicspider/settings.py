@@ -38,6 +38,8 @@ DOWNLOADER_MIDDLEWARES = {
     # Before robots.txt is fetched for a site we are not crawling.
     "topicspider.middlewares.scope.SiteScopeMiddleware": 50,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "topicspider.middlewares.metarefresh.SafeMetaRefreshMiddleware": 580,
     "topicspider.middlewares.robots.RobotsTxtMiddleware": 100,
     # Sees 429/503 before RetryMiddleware (550) and sets the host's delay last.
     "topicspider.middlewares.pacing.PacingMiddleware": 950,
@@ -56,7 +58,6 @@ LOG_LEVEL = "INFO"
 # Both would open a port that runs code inside the crawler; off unless asked for.
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
-FEED_EXPORT_ENCODING = "utf-8"
 
 # topicspider's own settings (documented in README.md).
 URL_STRIP_TRAILING_SLASH = True

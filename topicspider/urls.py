@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import posixpath
+import re
 from functools import lru_cache
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
@@ -20,7 +21,8 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 PAGE_SCHEMES = frozenset(DEFAULT_PORTS)
 NON_PAGE_EXTENSIONS = frozenset(IGNORED_EXTENSIONS) | {
     "woff", "woff2", "ttf", "otf", "eot", "json", "xml", "rss", "atom", "gz", "tgz",
-    "deb", "rpm", "csv", "txt", "map", "wasm", "torrent",
+    "deb", "rpm", "csv", "txt", "map", "wasm", "torrent", "epub", "mobi", "mjs", "avif",
+    "heic", "webm", "m4a", "flac", "dmg", "iso", "msi", "apk", "jar", "bin", "ics", "vcf",
 }
 
 # The bundled Public Suffix List snapshot, never refreshed over the network: a crawl's
@@ -31,22 +33,48 @@ _PSL = tldextract.TLDExtract(
 
 
 class BadURL(ValueError):
-    """A URL that cannot be crawled: wrong scheme, no host, bad port."""
+    """A URL that cannot be crawled: wrong scheme, no or malformed host, bad port."""
 
 
-def _split(url: str) -> SplitResult:
+def mask_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``, fit for logs and error messages."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", url)
+    if password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc}"))
+
+
+# A host name label (underscores occur in the wild), or the host is an IP literal.
+HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+
+
+def _check_host(host: str, url: str) -> None:
+    if _is_ip(host.strip("[]")):
+        return
+    labels = host.rstrip(".").split(".")
+    if len(host) > 253 or not all(HOST_LABEL.match(label) for label in labels):
+        raise BadURL(f"{mask_url(url)!r}: malformed host {host!r}")
+
+
+def _split(url: str, original: str) -> SplitResult:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in PAGE_SCHEMES:
-        raise BadURL(f"{url!r}: scheme must be http or https")
+        raise BadURL(f"{mask_url(original)!r}: scheme must be http or https")
     try:
         port = parts.port
     except ValueError as exc:
-        raise BadURL(f"{url!r}: {exc}") from None
+        raise BadURL(f"{mask_url(original)!r}: {exc}") from None
     if not parts.hostname:
-        raise BadURL(f"{url!r}: no host")
+        raise BadURL(f"{mask_url(original)!r}: no host")
     if port == 0:
-        raise BadURL(f"{url!r}: port 0")
+        raise BadURL(f"{mask_url(original)!r}: port 0")
+    _check_host(parts.hostname, original)
     return parts._replace(scheme=scheme)
 
 
@@ -68,11 +96,16 @@ def request_url(url: str) -> str:
 
     Raises :class:`BadURL` when the URL is not an http(s) URL with a host.
     """
+    url = url.strip()
     try:
-        safe = safe_url_string(url.strip())
+        netloc = urlsplit(url).netloc
+        safe = safe_url_string(url)
     except ValueError as exc:
-        raise BadURL(f"{url!r}: {exc}") from None
-    parts = _split(safe)
+        raise BadURL(f"{mask_url(url)!r}: {exc}") from None
+    # Spaces in a path are common and get quoted; in a host they are an error.
+    if any(char.isspace() for char in netloc):
+        raise BadURL(f"{mask_url(url)!r}: white space in the host")
+    parts = _split(safe, url)
     return urlunsplit(parts._replace(netloc=_netloc(parts), path=parts.path or "/", fragment=""))
 
 
@@ -128,7 +161,8 @@ def non_page_reason(url: str) -> str | None:
     scheme, sep, rest = url.partition(":")
     if not sep or scheme.lower() not in PAGE_SCHEMES:
         return "scheme"
-    path = urlsplit(url).path
+    # Path parameters ("/a.pdf;jsessionid=1") are not part of the extension.
+    path = urlsplit(url).path.split(";", 1)[0]
     extension = posixpath.splitext(path)[1][1:].lower()
     if extension in NON_PAGE_EXTENSIONS or path.lower().endswith(".tar.gz"):
         return "extension"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
-from topicspider.storage import mask_url
+from topicspider.urls import mask_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

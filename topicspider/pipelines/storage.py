@@ -20,7 +20,8 @@ from twisted.python.threadpool import ThreadPool
 
 from topicspider.config import get_float, get_int
 from topicspider.items import PageItem
-from topicspider.storage import Store, StorageError, backend_for, mask_url
+from topicspider.storage import Store, StorageError, backend_for
+from topicspider.urls import mask_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -3,7 +3,7 @@
 ``scrapy crawl topic -a seeds=URL[,URL...]|@file -a depth=N``. Settings it reads:
 ``URL_STRIP_TRAILING_SLASH``, ``EXTRACT_TEXT_MAX_CHARS``, ``ROBOTS_META_OBEY``,
 ``ROBOTS_REL_NOFOLLOW_OBEY``. Stats: ``robots/meta_noindex``, ``robots/meta_nofollow``,
-``robots/rel_nofollow``, ``links/insite``,
+``robots/rel_nofollow``, ``extract/text_truncated``, ``extract/title_truncated``, ``links/insite``,
 ``links/offsite``, ``links/dropped/<reason>``, ``pages/fetched``, ``pages/not_html``,
 ``fetch/errors/<reason>``, ``fetch/ignored``.
 """
@@ -16,14 +16,14 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import scrapy
+from parsel import Selector
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
-from scrapy.utils.response import get_base_url
 from twisted.python.failure import Failure
 
-from topicspider.config import get_bool, get_int, parse_depth, parse_seeds
-from topicspider.extract import extract_emails, extract_links, extract_text, extract_title
+from topicspider.config import ConfigError, get_bool, get_int, parse_depth, parse_seeds
+from topicspider.extract import base_url, extract_emails, extract_links, extract_text, extract_title, truncate
 from topicspider.items import PageItem
 from topicspider.middlewares.robots import RobotsUnreachable
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives, token_from_settings
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
+TITLE_MAX_CHARS = 1000
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
@@ -54,9 +55,16 @@ class TopicSpider(scrapy.Spider):
         self.seed_urls = parse_seeds(seeds)
         self.max_depth = parse_depth(depth)
 
+    ARGUMENTS = ("seeds", "depth")
+
     @classmethod
-    def check_arguments(cls, seeds: str = "", depth: str | int = 3, **_: Any) -> None:
+    def check_arguments(cls, seeds: str = "", depth: str | int = 3, **others: Any) -> None:
         """Raise :class:`~topicspider.config.ConfigError` for bad ``-a`` arguments."""
+        # Names starting with "_" are the job server's (scrapyd passes _job).
+        unknown = sorted(name for name in others if not name.startswith("_"))
+        if unknown:
+            known = ", ".join(cls.ARGUMENTS)
+            raise ConfigError(f"unknown spider argument {unknown[0]!r} (known: {known})")
         parse_seeds(seeds)
         parse_depth(depth)
 
@@ -92,7 +100,9 @@ class TopicSpider(scrapy.Spider):
         if not is_html(response):
             self._count("pages/not_html")
             return
-        root = response.selector.root
+        # Not response.selector: it resolves <base href> eagerly and a malformed one
+        # ("http://[oops") would raise and lose the page.
+        root = Selector(text=response.text, type="html", base_url=response.url).root
         directives = self._robots_directives(response, root)
         if NOINDEX in directives:
             self._count("robots/meta_noindex")
@@ -111,24 +121,31 @@ class TopicSpider(scrapy.Spider):
         return meta_directives(root, self.robots_token) | header_directives(headers, self.robots_token)
 
     def _page_item(self, response: HtmlResponse, root: Any, depth: int) -> PageItem:
-        text = extract_text(root, self.text_max_chars)
+        full_text = extract_text(root)
+        text, text_cut = truncate(full_text, self.text_max_chars)
+        title, title_cut = truncate(extract_title(root), TITLE_MAX_CHARS)
+        if text_cut:
+            self._count("extract/text_truncated")
+        if title_cut:
+            self._count("extract/title_truncated")
         return PageItem(
             url=canonical_url(response.url, self.strip_trailing_slash),
-            title=extract_title(root),
+            title=title,
             depth=depth,
             http_status=response.status,
             fetched_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             text=text,
-            emails=extract_emails(root, text),
+            emails=extract_emails(root, full_text),
             content_type=response.headers.get(b"Content-Type", b"").decode("latin-1"),
             encoding=response.encoding,
             content_length=len(response.body),
         )
 
     def _follow(self, response: HtmlResponse, root: Any, site: str, depth: int) -> Iterator[Request]:
-        counts: Counter[str] = Counter()
+        links, malformed = extract_links(root, base_url(root, response.url))
+        counts: Counter[str] = Counter({"links/dropped/malformed": malformed} if malformed else {})
         seen: set[str] = set()
-        for link in extract_links(root, get_base_url(response)):
+        for link in links:
             reason = non_page_reason(link.url)
             if reason is not None:
                 counts[f"links/dropped/{reason}"] += 1

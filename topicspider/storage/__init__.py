@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import Protocol
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
+from topicspider.urls import mask_url
 
 # scheme -> "module:Class", imported only when used so an unused backend's driver
 # need not be installed.
@@ -35,16 +36,6 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def mask_url(database_url: str) -> str:
-    """``database_url`` with any password replaced by ``***``, fit for logs."""
-    parts = urlsplit(database_url)
-    if parts.password is None:
-        return database_url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
 def backend_for(database_url: str) -> Callable[[str], Store]:

@@ -14,6 +14,7 @@ from urllib.parse import unquote, urlsplit
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
 from topicspider.storage import StorageError
+from topicspider.urls import mask_url
 
 SCHEMA_VERSION = 1
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
@@ -61,10 +62,10 @@ def sqlite_path(database_url: str) -> str:
     """The file path in ``sqlite:///path``; ``:memory:`` is refused (nothing would be kept)."""
     parts = urlsplit(database_url)
     if parts.netloc:
-        raise ConfigError(f"DATABASE_URL {database_url!r}: use sqlite:///path (three slashes)")
+        raise ConfigError(f"DATABASE_URL {mask_url(database_url)!r}: use sqlite:///path (three slashes)")
     path = unquote(parts.path)[1:]
     if not path or path == ":memory:":
-        raise ConfigError(f"DATABASE_URL {database_url!r}: needs a file path, e.g. sqlite:///topicspider.db")
+        raise ConfigError(f"DATABASE_URL {mask_url(database_url)!r}: needs a file path, e.g. sqlite:///topicspider.db")
     return path
 
 
@@ -72,17 +73,17 @@ class SQLiteStore:
     def __init__(self, database_url: str) -> None:
         path = sqlite_path(database_url)
         if not Path(path).parent.resolve().is_dir():
-            raise ConfigError(f"DATABASE_URL {database_url!r}: directory {str(Path(path).parent)!r} does not exist")
+            raise ConfigError(f"DATABASE_URL {mask_url(database_url)!r}: directory {str(Path(path).parent)!r} does not exist")
         try:
             # The pipeline opens, writes and closes from one thread, but not the one
-            # that imported this module.
-            self.connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            # that imported this module. The timeout rides out another writer's lock.
+            self.connection = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
             self.connection.execute("PRAGMA journal_mode = WAL")
             self.connection.execute("PRAGMA synchronous = NORMAL")
             self.connection.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.Error as exc:
-            raise ConfigError(f"DATABASE_URL {database_url!r}: cannot open: {exc}") from None
+            raise ConfigError(f"DATABASE_URL {mask_url(database_url)!r}: cannot open: {exc}") from None
 
     def _migrate(self) -> None:
         current = self.connection.execute("PRAGMA user_version").fetchone()[0]
