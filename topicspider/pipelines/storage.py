@@ -76,9 +76,11 @@ class StoragePipeline:
 
     async def flush(self) -> None:
         batch, self.buffer = self.buffer, []
-        if not batch or self.store is None:
+        if not batch:
             return
         try:
+            if self.store is None:
+                raise StorageError("the database is not open")
             emails = await self._in_thread(self.store.write_pages, batch)
         except StorageError as exc:
             self.stats.inc_value("storage/errors")
