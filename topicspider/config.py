@@ -27,6 +27,8 @@ INT_SETTINGS: dict[str, int] = {
     "ROBOTSTXT_MAX_SIZE": 1,
     "BACKOFF_MAX_RETRIES": 0,
     "SCHEDULER_MAX_HELD": 1,
+    "DUPEFILTER_LRU_CAPACITY": 1,
+    "DUPEFILTER_FLUSH_SIZE": 1,
     # Scrapy's own, which it would only reject with a traceback.
     "CONCURRENT_REQUESTS": 1,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
@@ -52,6 +54,7 @@ BOOL_SETTINGS = (
     "ROBOTSTXT_OBEY",
     "ROBOTS_META_OBEY",
     "ROBOTS_REL_NOFOLLOW_OBEY",
+    "DUPEFILTER_DEBUG",
 )
 
 

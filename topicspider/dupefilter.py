@@ -1,27 +1,177 @@
-"""Duplicate-request filter on canonical-URL fingerprints.
+"""The seeds' MD5 + LRU de-duplication, without their flaw: what the LRU evicts is
+still known, because every fingerprint is also written to an exact store.
 
-Enabled by ``DUPEFILTER_CLASS = "topicspider.dupefilter.CanonicalDupeFilter"``, with
-``REQUEST_FINGERPRINTER_CLASS`` set to :mod:`topicspider.fingerprint`. Stats:
-``dupefilter/filtered`` (Scrapy's).
+Enabled by ``DUPEFILTER_CLASS = "topicspider.dupefilter.LRUDupeFilter"``, with
+``REQUEST_FINGERPRINTER_CLASS`` set to :mod:`topicspider.fingerprint` (16-byte MD5 of the
+canonical URL) and topicspider's ``FrontierScheduler``, which asks the store
+asynchronously. Settings: ``DUPEFILTER_LRU_CAPACITY``, ``DUPEFILTER_FLUSH_SIZE``,
+``DUPEFILTER_DEBUG``, ``JOBDIR``. Stats: ``dupefilter/filtered``,
+``dupefilter/lru_hits``, ``dupefilter/lru_evictions``, ``dupefilter/store_lookups``,
+``dupefilter/store_hits``, ``dupefilter/store_writes``.
+
+The LRU is the fast path and the store is the truth. A fingerprint missing from the
+LRU is new for sure while nothing has been evicted and the store started empty;
+after that, the store is asked, off the reactor thread, in batches. New fingerprints
+reach the store in batches too; until then they are kept in memory.
 """
 
 from __future__ import annotations
 
+import enum
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
 from scrapy import Request
-from scrapy.dupefilters import RFPDupeFilter
+from scrapy.dupefilters import BaseDupeFilter
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.job import job_dir
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
+
+from topicspider.config import get_bool, get_int
+from topicspider.storage.seen import SeenStore, open_seen_store
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
-class CanonicalDupeFilter(RFPDupeFilter):
-    def request_seen(self, request: Request) -> bool:
-        if self._redirect_within_identity(request):
-            return False
-        return super().request_seen(request)
+class Verdict(enum.Enum):
+    NEW = "new"
+    SEEN = "seen"
+    UNKNOWN = "unknown"  # only the store can tell
 
-    def _redirect_within_identity(self, request: Request) -> bool:
-        # A server answering /a with a redirect to /a/ hands back the URL we just asked
-        # for, under the canonical form; filtering it would lose the page.
+
+class LRUDupeFilter(BaseDupeFilter):
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self.fingerprinter = crawler.request_fingerprinter
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        self.capacity = get_int(settings, "DUPEFILTER_LRU_CAPACITY")
+        self.flush_size = get_int(settings, "DUPEFILTER_FLUSH_SIZE")
+        self.debug = get_bool(settings, "DUPEFILTER_DEBUG")
+        self.jobdir = job_dir(settings)
+        self.lru: OrderedDict[bytes, None] = OrderedDict()
+        self.unflushed: set[bytes] = set()
+        self.in_flight: list[set[bytes]] = []  # batches on their way to the store
+        self.store: SeenStore | None = None
+        self.store_may_know = False  # the store may hold a fingerprint the LRU does not
+        self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-dupefilter")
+        self.logged_one = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LRUDupeFilter:
+        return cls(crawler)
+
+    async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        from twisted.internet import reactor  # not at import: see middlewares/robots.py
+
+        return await maybe_deferred_to_future(deferToThreadPool(reactor, self.pool, function, *args))
+
+    def open(self) -> Deferred[None]:
+        return deferred_from_coro(self._open())
+
+    async def _open(self) -> None:
+        self.pool.start()
+        self.store = await self._in_thread(open_seen_store, self.jobdir)
+        known = await self._in_thread(self.store.count)
+        self.store_may_know = known > 0
+        if known:
+            logger.info("Resuming: %d URLs already seen in %s", known, self.jobdir)
+
+    def fingerprint(self, request: Request) -> bytes:
+        return self.fingerprinter.fingerprint(request)
+
+    def verdict(self, fingerprint: bytes) -> Verdict:
+        """What memory alone says of ``fingerprint``."""
+        if fingerprint in self.lru:
+            self.lru.move_to_end(fingerprint)
+            self.stats.inc_value("dupefilter/lru_hits")
+            return Verdict.SEEN
+        if fingerprint in self.unflushed or any(fingerprint in batch for batch in self.in_flight):
+            return Verdict.SEEN
+        return Verdict.UNKNOWN if self.store_may_know else Verdict.NEW
+
+    def remember(self, fingerprint: bytes) -> None:
+        """Record a new fingerprint; the store gets it with the next flush."""
+        self.lru[fingerprint] = None
+        self.unflushed.add(fingerprint)
+        while len(self.lru) > self.capacity:
+            self.lru.popitem(last=False)
+            self.store_may_know = True
+            self.stats.inc_value("dupefilter/lru_evictions")
+        if len(self.unflushed) >= self.flush_size:
+            deferred_from_coro(self.flush())
+
+    async def flush(self) -> None:
+        """Send the fingerprints not yet in the store; batches are written in order."""
+        if not self.unflushed or self.store is None:
+            return
+        batch, self.unflushed = self.unflushed, set()
+        self.in_flight.append(batch)
+        try:
+            await self._in_thread(self.store.add_many, list(batch))
+            self.stats.inc_value("dupefilter/store_writes", len(batch))
+        finally:
+            self.in_flight.remove(batch)
+
+    async def check(self, fingerprints: Sequence[bytes]) -> set[bytes]:
+        """Those of ``fingerprints`` the store holds."""
+        assert self.store is not None
+        self.stats.inc_value("dupefilter/store_lookups", len(fingerprints))
+        found = await self._in_thread(self.store.contains_many, fingerprints)
+        self.stats.inc_value("dupefilter/store_hits", len(found))
+        return found
+
+    def redirect_within_identity(self, request: Request) -> bool:
+        """A redirect back to the URL just asked for, under its canonical form (a server
+        answering /a with /a/): not a duplicate, or the page would be lost."""
         previous = request.meta.get("redirect_urls")
         if not previous:
             return False
         origin = Request(previous[-1], method=request.method, body=request.body)
-        return self.fingerprinter.fingerprint(origin) == self.fingerprinter.fingerprint(request)
+        return self.fingerprint(origin) == self.fingerprint(request)
+
+    def request_seen(self, request: Request) -> bool:
+        """Scrapy's synchronous interface, for schedulers other than topicspider's:
+        a store look-up here blocks the reactor, which ``FrontierScheduler`` never does."""
+        if self.redirect_within_identity(request):
+            return False
+        fingerprint = self.fingerprint(request)
+        verdict = self.verdict(fingerprint)
+        if verdict is Verdict.UNKNOWN and self.store is not None:
+            verdict = Verdict.SEEN if self.store.contains_many([fingerprint]) else Verdict.NEW
+        if verdict is Verdict.SEEN:
+            return True
+        self.remember(fingerprint)
+        return False
+
+    def close(self, reason: str) -> Deferred[None]:
+        return deferred_from_coro(self._close())
+
+    async def _close(self) -> None:
+        try:
+            await self.flush()
+            await self._in_thread(lambda: None)  # the one store thread has written all before it
+        finally:
+            if self.store is not None:
+                await self._in_thread(self.store.close)
+                self.store = None
+            self.pool.stop()
+
+    def log(self, request: Request, spider: Spider | None = None) -> None:
+        self.stats.inc_value("dupefilter/filtered")
+        if self.debug:
+            logger.debug("Filtered duplicate request: %s", request)
+        elif not self.logged_one:
+            logger.debug("Filtered duplicate request: %s - no more duplicates will be shown"
+                         " (see DUPEFILTER_DEBUG to show all duplicates)", request)
+            self.logged_one = True

@@ -27,8 +27,12 @@ from collections import Counter, OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import Scheduler
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 
 from topicspider.config import get_bool, get_int
+from topicspider.dupefilter import LRUDupeFilter, Verdict
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -53,19 +57,76 @@ class FrontierScheduler(Scheduler):
         scheduler.waiting = Counter()  # (site, depth) -> requests queued or held
         scheduler.held = OrderedDict()  # host -> deque of requests popped, not yet given out
         scheduler.held_count = 0
+        scheduler.unresolved = {}  # fingerprint -> request, waiting for the store's answer
+        scheduler.resolving = False
+        if not isinstance(scheduler.df, LRUDupeFilter):
+            raise NotConfigured(f"{cls.__name__} needs DUPEFILTER_CLASS = topicspider.dupefilter.LRUDupeFilter")
         return scheduler
 
     def enqueue_request(self, request: Request) -> bool:
-        accepted = super().enqueue_request(request)
-        if accepted:
-            self.waiting[_level(request)] += 1
-        return accepted
+        if request.dont_filter or self.df.redirect_within_identity(request):
+            return self._push(request)
+        fingerprint = self.df.fingerprint(request)
+        verdict = self.df.verdict(fingerprint)
+        if verdict is Verdict.SEEN or fingerprint in self.unresolved:
+            self.df.log(request, self.spider)
+            return False
+        if verdict is Verdict.UNKNOWN:
+            # Only the store knows; ask it off the reactor thread, with others.
+            self.unresolved[fingerprint] = request
+            if not self.resolving:
+                self.resolving = True
+                self._call_soon(self._resolve)
+            return True
+        self.df.remember(fingerprint)
+        return self._push(request)
+
+    def _push(self, request: Request) -> bool:
+        assert self.stats is not None
+        if self._dqpush(request):
+            self.stats.inc_value("scheduler/enqueued/disk")
+        else:
+            self._mqpush(request)
+            self.stats.inc_value("scheduler/enqueued/memory")
+        self.stats.inc_value("scheduler/enqueued")
+        self.waiting[_level(request)] += 1
+        return True
+
+    def _call_soon(self, coroutine_function: Any) -> None:
+        from twisted.internet import reactor  # not at import: see middlewares/robots.py
+
+        reactor.callLater(0, lambda: deferred_from_coro(coroutine_function()))
+
+    async def _resolve(self) -> None:
+        try:
+            while self.unresolved:
+                batch, self.unresolved = self.unresolved, {}
+                known = await self.df.check(list(batch))
+                for fingerprint, request in batch.items():
+                    if fingerprint in known:
+                        self.df.log(request, self.spider)
+                    elif self.df.verdict(fingerprint) is Verdict.SEEN:
+                        self.df.log(request, self.spider)  # remembered while we asked
+                    else:
+                        self.df.remember(fingerprint)
+                        self._push(request)
+                self._wake_engine()
+        finally:
+            self.resolving = False
+
+    def _wake_engine(self) -> None:
+        # The engine asks for requests after each download; one that is idle waiting
+        # for us would only ask again at its 5 s heartbeat.
+        slot = getattr(self.crawler.engine, "_slot", None) if self.crawler is not None else None
+        nextcall = getattr(slot, "nextcall", None)
+        if nextcall is not None:
+            nextcall.schedule()
 
     def has_pending_requests(self) -> bool:
-        return self.held_count > 0 or super().has_pending_requests()
+        return self.held_count > 0 or bool(self.unresolved) or self.resolving or super().has_pending_requests()
 
     def __len__(self) -> int:
-        return super().__len__() + self.held_count
+        return super().__len__() + self.held_count + len(self.unresolved)
 
     @property
     def downloader(self) -> Downloader:
@@ -160,12 +221,31 @@ class FrontierScheduler(Scheduler):
         site, depth = _level(request)
         return depth <= shallowest.get(site, depth)
 
-    def close(self, reason: str) -> Any:
-        # Held requests go back to the queues, so a JOBDIR keeps them for the resume.
+    def close(self, reason: str) -> Deferred[None]:
+        return deferred_from_coro(self._close(reason))
+
+    async def _close(self, reason: str) -> None:
+        # Requests still waiting for the store's verdict are settled first, then held
+        # ones go back to the queues, so a JOBDIR keeps both for the resume.
+        while self.unresolved or self.resolving:
+            if not self.resolving:
+                self.resolving = True
+                await self._resolve()
+            else:
+                await self._sleep(0.01)
         for requests in self.held.values():
             for request in requests:
                 if not self._dqpush(request):
                     self._mqpush(request)
         self.held.clear()
         self.held_count = 0
-        return super().close(reason)
+        result = super().close(reason)
+        if result is not None:
+            await maybe_deferred_to_future(result)
+
+    @staticmethod
+    async def _sleep(seconds: float) -> None:
+        from twisted.internet import reactor
+        from twisted.internet.task import deferLater
+
+        await maybe_deferred_to_future(deferLater(reactor, seconds))

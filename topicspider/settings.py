@@ -32,7 +32,7 @@ SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 
 REQUEST_FINGERPRINTER_CLASS = "topicspider.fingerprint.CanonicalURLFingerprinter"
-DUPEFILTER_CLASS = "topicspider.dupefilter.CanonicalDupeFilter"
+DUPEFILTER_CLASS = "topicspider.dupefilter.LRUDupeFilter"
 
 DOWNLOADER_MIDDLEWARES = {
     # Before robots.txt is fetched for a site we are not crawling.
@@ -63,6 +63,8 @@ REMOTE_CONTROL_ENABLED = False
 URL_STRIP_TRAILING_SLASH = True
 SCHEDULER_LEVEL_SYNC = True
 SCHEDULER_MAX_HELD = 20_000
+DUPEFILTER_LRU_CAPACITY = 250_000  # about 155 bytes each: 39 MB
+DUPEFILTER_FLUSH_SIZE = 1000
 EXTRACT_TEXT_MAX_CHARS = 200_000
 ROBOTSTXT_CACHE_TTL = 86_400.0  # RFC 9309: a cached robots.txt is good for 24 hours
 ROBOTSTXT_UNREACHABLE_TTL = 600.0

@@ -1,0 +1,100 @@
+"""De-duplication: canonical fingerprints, the bounded LRU with its exact store, and
+pause/resume with JOBDIR, against real crawls."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections import Counter
+
+import pytest
+from conftest import run_project
+from scrapy import Request
+
+from topicspider.fingerprint import CanonicalURLFingerprinter, url_fingerprint
+from topicspider.localsite import generate_site
+from topicspider.runner import crawl_command, project_env
+from topicspider.storage.seen import open_seen_store
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ("http://example.com/a/", "http://example.com/a"),
+    ("http://example.com/p?b=1&a=2", "http://example.com/p?a=2&b=1"),
+    ("http://EXAMPLE.com/x", "http://example.com/x"),
+])
+def test_one_url_one_fingerprint(first: str, second: str) -> None:
+    fingerprinter = CanonicalURLFingerprinter(strip_trailing_slash=True)
+    assert fingerprinter.fingerprint(Request(first)) == fingerprinter.fingerprint(Request(second))
+
+
+def test_fingerprints_are_raw_md5_and_count_method_and_body() -> None:
+    get = url_fingerprint("http://example.com/a")
+    assert isinstance(get, bytes) and len(get) == 16
+    assert url_fingerprint("http://example.com/a", "POST", b"x=1") != get
+    assert url_fingerprint("http://example.com/a", "POST", b"x=1") != url_fingerprint("http://example.com/a", "POST", b"x=2")
+    assert url_fingerprint("http://example.com/a/", strip_trailing_slash=False) != get
+
+
+def test_seen_store_is_exact_and_kept_in_the_jobdir(tmp_path) -> None:
+    store = open_seen_store(str(tmp_path / "job"))
+    fingerprints = [url_fingerprint(f"http://e.com/{i}") for i in range(1200)]
+    store.add_many(fingerprints[:1000])
+    assert store.contains_many(fingerprints) == set(fingerprints[:1000])
+    store.close()
+    assert open_seen_store(str(tmp_path / "job")).count() == 1000
+    temporary = open_seen_store(None)
+    temporary.add_many(fingerprints[:3])
+    temporary.close()
+    assert not temporary.path.exists()
+
+
+def test_a_small_lru_refetches_nothing(tmp_path, serve, crawl):
+    depths = generate_site(tmp_path / "site", pages=400, links_per_page=6, seed=11)
+    site = serve(tmp_path / "site")
+
+    small = crawl(site.url + "/", depth=max(depths.values()),
+                  settings={"DUPEFILTER_LRU_CAPACITY": 50, "DUPEFILTER_FLUSH_SIZE": 10})
+
+    requested = Counter(site.paths())
+    assert set(requested) == set(depths) and max(requested.values()) == 1
+    assert len(small.pages()) == 400
+    stats = small.stats
+    assert stats["dupefilter/lru_evictions"] >= 350
+    assert stats["dupefilter/store_lookups"] > 0 and stats["dupefilter/store_hits"] > 0
+    assert stats["dupefilter/filtered"] > 0
+
+    large = crawl(site.url + "/", depth=max(depths.values()), settings={"DUPEFILTER_LRU_CAPACITY": 100_000})
+    assert set(large.pages()) == set(small.pages())
+    assert "dupefilter/store_lookups" not in large.stats
+
+
+def test_pause_and_resume_with_jobdir(tmp_path, serve):
+    depths = generate_site(tmp_path / "site", pages=150, links_per_page=4, seed=5)
+    site = serve(tmp_path / "site")
+    workdir, jobdir = tmp_path / "work", tmp_path / "job"
+    workdir.mkdir()
+    command = crawl_command(site.url + "/", max(depths.values()), {
+        "JOBDIR": jobdir, "DOWNLOAD_DELAY": 0.02, "DUPEFILTER_LRU_CAPACITY": 40,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
+    })
+    crawler = subprocess.Popen(command, cwd=workdir, env=project_env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(site.paths()) < 40 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    crawler.send_signal(signal.SIGINT)  # what Ctrl-C sends; Scrapy stops gracefully
+    assert crawler.wait(timeout=60) == 0
+    first_run = len(site.paths())
+    assert 40 <= first_run < 150, "the crawl must be stopped mid-way"
+
+    resumed = run_project(command, workdir)
+
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    requested = Counter(site.paths())
+    assert set(requested) == set(depths), "no URL that was waiting is lost"
+    assert max(requested.values()) == 1, "no URL is fetched twice"
+    assert "Resuming:" in resumed.stderr
+    import sqlite3
+    with sqlite3.connect(workdir / "topicspider.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (150,)
