@@ -23,7 +23,9 @@ go ahead:
 
 from __future__ import annotations
 
+import json
 from collections import Counter, OrderedDict, deque
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import Scheduler
@@ -62,6 +64,17 @@ class FrontierScheduler(Scheduler):
         if not isinstance(scheduler.df, LRUDupeFilter):
             raise NotConfigured(f"{cls.__name__} needs DUPEFILTER_CLASS = topicspider.dupefilter.LRUDupeFilter")
         return scheduler
+
+    def open(self, spider: Any) -> Deferred[None] | None:
+        result = super().open(spider)
+        levels = self._levels_file()
+        if levels is not None and levels.exists():
+            # What was queued on disk, by (site, depth), for the level barrier.
+            self.waiting.update({(site, depth): count for site, depth, count in json.loads(levels.read_text())})
+        return result
+
+    def _levels_file(self) -> Path | None:
+        return Path(self.dqdir) / "levels.json" if self.dqdir else None
 
     def enqueue_request(self, request: Request) -> bool:
         if request.dont_filter or self.df.redirect_within_identity(request):
@@ -239,6 +252,9 @@ class FrontierScheduler(Scheduler):
                     self._mqpush(request)
         self.held.clear()
         self.held_count = 0
+        levels = self._levels_file()
+        if levels is not None:
+            levels.write_text(json.dumps([[site, depth, count] for (site, depth), count in self.waiting.items()]))
         result = super().close(reason)
         if result is not None:
             await maybe_deferred_to_future(result)
