@@ -43,7 +43,7 @@ def test_requests_to_one_host_are_at_least_the_delay_apart(tmp_path, serve, craw
     assert len(times) == 9  # robots.txt and 8 pages
     assert min(gaps(times)) >= 0.4 - TOLERANCE
     # Randomised upwards only, by at most half the delay (plus the page's own time).
-    assert max(gaps(times)) <= 0.4 * 1.5 + 0.25
+    assert max(gaps(times)) <= 0.4 * 1.5 + 0.5
     assert result.report["pages_stored"] == 8
 
 
@@ -278,7 +278,7 @@ def test_a_slow_host_does_not_stall_the_others(tmp_path, serve, crawl):
     assert len(fast_times) == 41 and len(slow_times) == 13
     # The slow host needs 11+ s; the fast one must not wait for it.
     assert slow_times[-1] - slow_times[0] >= 11 - TOLERANCE
-    assert fast_times[-1] - fast_times[0] < 3
+    assert fast_times[-1] - fast_times[0] < 5
     assert result.report["pages_stored"] == 52
 
 
@@ -294,4 +294,4 @@ def test_pacing_is_per_host_not_per_site(tmp_path, serve, crawl):
     both = sorted(starts(first) + starts(second))
     assert min(gaps(starts(first))) >= 0.5 - TOLERANCE and min(gaps(starts(second))) >= 0.5 - TOLERANCE
     assert min(gaps(both)) < 0.25  # the two hosts overlap in time
-    assert both[-1] - both[0] < 5 * 0.5 * 1.5 + 1
+    assert both[-1] - both[0] < 5 * 0.5 * 1.5 + 2  # in parallel: far less than the 2 × 4.5 s in turn
