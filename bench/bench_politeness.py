@@ -45,10 +45,12 @@ a depth level, across a later level barrier of
 ``actual`` is: start-up (spider opened -> first request start on any host), the window
 (first start -> last end, over all hosts) and the tail (last end -> spider closed).
 
-Configurations: H=4 x 20 pages, d=0.5 s; H=16 x 10, d=1 s; H=24 x 8, d=1 s (more hosts
-than CONCURRENT_REQUESTS=16), its control with CONCURRENT_REQUESTS=48, H=4 x 20, d=0.5 s
-with the default jitter 0.5, and the two H=24 ones with jitter 0.5 (the jitter takes the
-hosts out of phase, so that more of them wait for their turn at any one time). Any failed
+Configurations: H=4 x 20 pages, d=0.5 s; H=16 x 10, d=1 s; H=24 x 8, d=1 s, also with
+CONCURRENT_REQUESTS=16 (fewer slots than hosts: each host holds one while it waits out
+its delay); H=4 x 20, d=0.5 s and H=24 x 8, d=1 s with the default jitter 0.5 (the
+jitter takes the hosts out of phase, so that more of them wait at any one time). The
+pacing middleware adds a send margin of a twentieth of the delay, at most 50 ms, which
+the ideals leave out: it caps the ratio at about 0.95. Any failed
 crawl, missing page or non-200 answer stops the benchmark with exit status 1, keeping its
 files. A politeness violation is printed loudly but does not stop it. One round takes
 about 1.5 minutes.
@@ -101,7 +103,7 @@ class Config:
     pages: int
     delay: float
     jitter: float = 0.0
-    concurrency: int = 16  # CONCURRENT_REQUESTS
+    concurrency: int = 64  # CONCURRENT_REQUESTS (the project default)
     per_domain: int = 2  # CONCURRENT_REQUESTS_PER_DOMAIN
     note: str = ""
 
@@ -123,11 +125,10 @@ class Config:
 CONFIGS = (
     Config("A", 4, 20, 0.5),
     Config("B", 16, 10, 1.0),
-    Config("C", 24, 8, 1.0, note="more hosts than CONCURRENT_REQUESTS"),
-    Config("C48", 24, 8, 1.0, concurrency=48, note="control of C: CONCURRENT_REQUESTS=48"),
+    Config("C", 24, 8, 1.0),
+    Config("C16", 24, 8, 1.0, concurrency=16, note="more hosts than CONCURRENT_REQUESTS=16"),
     Config("Aj", 4, 20, 0.5, jitter=0.5, note="default jitter 0.5: mean factor 1.25"),
     Config("Cj", 24, 8, 1.0, jitter=0.5, note="C with jitter: hosts drift out of phase"),
-    Config("C48j", 24, 8, 1.0, jitter=0.5, concurrency=48, note="control of Cj"),
 )
 
 

@@ -14,7 +14,10 @@ USER_AGENT = f"topicspider/{__version__} (+https://github.com/topicspider/topics
 ROBOTSTXT_OBEY = True
 DOWNLOAD_DELAY = 2.0
 DOWNLOAD_DELAY_JITTER = 0.5  # randomised upwards only, see middlewares/pacing.py
-CONCURRENT_REQUESTS = 16
+# Each host gets at most CONCURRENT_REQUESTS_PER_DOMAIN, and the frontier gives a host a
+# request only when it can take one; the global limit bounds how many hosts are crawled
+# at once, each with a request waiting out its delay.
+CONCURRENT_REQUESTS = 64
 CONCURRENT_REQUESTS_PER_DOMAIN = 2
 # A page yields one item; Scrapy's default of 100 parallel slots per response only
 # costs asyncio tasks (measured: +31% pages/s at 16).
