@@ -295,3 +295,34 @@ def test_pacing_is_per_host_not_per_site(tmp_path, serve, crawl):
     assert min(gaps(starts(first))) >= 0.5 - TOLERANCE and min(gaps(starts(second))) >= 0.5 - TOLERANCE
     assert min(gaps(both)) < 0.25  # the two hosts overlap in time
     assert both[-1] - both[0] < 5 * 0.5 * 1.5 + 2  # no host waited for the other to finish
+
+
+def test_hosts_of_one_site_are_paced_apart_and_crawled_as_one_site(tmp_path, serve, crawl, monkeypatch):
+    # www. and bbs.example.com.cn are one site (the registrable domain) but two servers;
+    # other.com.cn is another site. All three resolve to this machine.
+    monkeypatch.setenv("TOPICSPIDER_LOOPBACK_HOSTS", "www.example.com.cn,bbs.example.com.cn,other.com.cn")
+    root = tmp_path / "site"
+    root.mkdir()
+    site = serve(root)
+    port = site.url.rsplit(":", 1)[1]
+    www, bbs, other = (f"http://{host}:{port}" for host in ("www.example.com.cn", "bbs.example.com.cn", "other.com.cn"))
+    write(root / "index.html", page_html("Home", "", [f"{bbs}/b0.html", f"{other}/o.html", "/w0.html"]))
+    for i in range(3):
+        write(root / f"w{i}.html", page_html(f"W{i}", "", [f"/w{i + 1}.html", f"{bbs}/b{i + 1}.html"]))
+        write(root / f"b{i}.html", page_html(f"B{i}", "", [f"/b{i + 1}.html"]))
+    write(root / "w3.html", page_html("W3", "", []))
+    write(root / "b3.html", page_html("B3", "", []))
+    write(root / "o.html", page_html("Other", "", []))
+
+    result = crawl(f"{www}/", depth=10, settings={
+        "DNS_RESOLVER": "topicspider.loopback.LoopbackResolver", "DOWNLOAD_DELAY": 0.5})
+
+    by_host: dict[str, list[float]] = {}
+    for request in site.requests():
+        by_host.setdefault(request["host"].split(":")[0], []).append(request["start"])
+    assert set(by_host) == {"www.example.com.cn", "bbs.example.com.cn"}, "other.com.cn is off-site"
+    assert len(by_host["bbs.example.com.cn"]) == 5  # robots.txt and b0-b3: same site, followed
+    for times in by_host.values():
+        assert min(gaps(sorted(times))) >= 0.5 - TOLERANCE
+    assert min(gaps(sorted(by_host["www.example.com.cn"] + by_host["bbs.example.com.cn"]))) < 0.3
+    assert result.report["links_offsite"] == 1 and result.report["pages_stored"] == 9  # index, w0-w3, b0-b3
