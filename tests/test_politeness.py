@@ -3,8 +3,6 @@ identity, per-host delays and concurrency, back-off, and no head-of-line blockin
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from test_crawl import write
 

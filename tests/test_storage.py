@@ -10,8 +10,8 @@ import pytest
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
 from topicspider.storage import open_store
-from topicspider.urls import mask_url
 from topicspider.storage.sqlite import SCHEMA_VERSION
+from topicspider.urls import mask_url
 
 
 def page(url: str, title: str = "T", emails: list[str] | None = None, depth: int = 1) -> PageItem:

@@ -20,7 +20,7 @@ from twisted.python.threadpool import ThreadPool
 
 from topicspider.config import get_float, get_int
 from topicspider.items import PageItem
-from topicspider.storage import Store, StorageError, backend_for
+from topicspider.storage import StorageError, Store, backend_for
 from topicspider.urls import mask_url
 
 if TYPE_CHECKING:
