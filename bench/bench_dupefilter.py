@@ -176,11 +176,10 @@ def run_now(coroutine: Any) -> Any:
 
 
 def worker(options: argparse.Namespace) -> None:
-    from twisted.internet import reactor  # noqa: F401  installed so that deferred_from_coro works
-
     from scrapy import Request
     from scrapy.dupefilters import RFPDupeFilter
     from scrapy.utils.test import get_crawler
+    from twisted.internet import reactor  # noqa: F401  installed so that deferred_from_coro works
 
     from topicspider.dupefilter import LRUDupeFilter, Verdict
     from topicspider.storage.seen import open_seen_store

@@ -12,7 +12,8 @@ asynchronously. Settings: ``DUPEFILTER_LRU_CAPACITY``, ``DUPEFILTER_FLUSH_SIZE``
 The LRU is the fast path and the store is the truth. A fingerprint missing from the
 LRU is new for sure while nothing has been evicted and the store started empty;
 after that, the store is asked, off the reactor thread, in batches. New fingerprints
-reach the store in batches too; until then they are kept in memory.
+reach the store in batches too (``DUPEFILTER_FLUSH_SIZE`` of them, or every second);
+until then they are kept in memory.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import enum
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from time import monotonic
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy import Request
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+FLUSH_INTERVAL = 1.0  # seconds
 
 
 class Verdict(enum.Enum):
@@ -62,6 +65,7 @@ class LRUDupeFilter(BaseDupeFilter):
         self.lru: OrderedDict[bytes, None] = OrderedDict()
         self.unflushed: set[bytes] = set()
         self.in_flight: list[set[bytes]] = []  # batches on their way to the store
+        self.last_flush = monotonic()
         self.store: SeenStore | None = None
         self.store_may_know = False  # the store may hold a fingerprint the LRU does not
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-dupefilter")
@@ -108,7 +112,8 @@ class LRUDupeFilter(BaseDupeFilter):
             self.lru.popitem(last=False)
             self.store_may_know = True
             self.stats.inc_value("dupefilter/lru_evictions")
-        if len(self.unflushed) >= self.flush_size:
+        # A full batch, or a second's worth: what a hard kill loses stays small.
+        if len(self.unflushed) >= self.flush_size or monotonic() - self.last_flush >= FLUSH_INTERVAL:
             deferred_from_coro(self.flush())
 
     async def flush(self) -> None:
@@ -116,6 +121,7 @@ class LRUDupeFilter(BaseDupeFilter):
         if not self.unflushed or self.store is None:
             return
         batch, self.unflushed = self.unflushed, set()
+        self.last_flush = monotonic()
         self.in_flight.append(batch)
         try:
             await self._in_thread(self.store.add_many, list(batch))
