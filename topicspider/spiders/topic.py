@@ -2,10 +2,11 @@
 
 ``scrapy crawl topic -a seeds=URL[,URL...]|@file -a depth=N``. Settings it reads:
 ``URL_STRIP_TRAILING_SLASH``, ``EXTRACT_TEXT_MAX_CHARS``, ``ROBOTS_META_OBEY``,
-``ROBOTS_REL_NOFOLLOW_OBEY``. Stats: ``robots/meta_noindex``, ``robots/meta_nofollow``,
-``robots/rel_nofollow``, ``extract/text_truncated``, ``extract/title_truncated``, ``links/insite``,
-``links/offsite``, ``links/dropped/<reason>``, ``pages/fetched``, ``pages/not_html``,
-``fetch/errors/<reason>``, ``fetch/ignored``.
+``ROBOTS_REL_NOFOLLOW_OBEY``. Stats: ``pages/fetched``, ``pages/not_html``,
+``links/insite``, ``links/offsite``, ``links/dropped/<reason>``,
+``robots/meta_noindex``, ``robots/meta_nofollow``, ``robots/rel_nofollow``,
+``extract/text_truncated``, ``extract/title_truncated``, ``fetch/errors/<reason>``,
+``fetch/ignored``.
 """
 
 from __future__ import annotations
