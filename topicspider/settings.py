@@ -38,16 +38,17 @@ REQUEST_FINGERPRINTER_CLASS = "topicspider.fingerprint.CanonicalURLFingerprinter
 DUPEFILTER_CLASS = "topicspider.dupefilter.LRUDupeFilter"
 
 DOWNLOADER_MIDDLEWARES = {
-    # Before robots.txt is fetched for a site we are not crawling.
-    "topicspider.middlewares.scope.SiteScopeMiddleware": 50,
+    # Replaced by topicspider's own, below.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
-    "topicspider.middlewares.metarefresh.SafeMetaRefreshMiddleware": 580,
+    # Before robots.txt is fetched for a site we are not crawling.
+    "topicspider.middlewares.scope.SiteScopeMiddleware": 50,
     "topicspider.middlewares.robots.RobotsTxtMiddleware": 100,
-    # Sees 429/503 before RetryMiddleware (550) and sets the host's delay last.
-    "topicspider.middlewares.pacing.PacingMiddleware": 950,
+    "topicspider.middlewares.metarefresh.SafeMetaRefreshMiddleware": 580,
     # After HttpCompressionMiddleware (590) has decoded the body.
     "topicspider.middlewares.encoding.EncodingMiddleware": 585,
+    # Sees 429/503 before RetryMiddleware (550) and sets the host's delay last.
+    "topicspider.middlewares.pacing.PacingMiddleware": 950,
 }
 ITEM_PIPELINES = {
     "topicspider.pipelines.storage.StoragePipeline": 800,
@@ -66,7 +67,7 @@ REMOTE_CONTROL_ENABLED = False
 URL_STRIP_TRAILING_SLASH = True
 SCHEDULER_LEVEL_SYNC = True
 SCHEDULER_MAX_HELD = 20_000
-DUPEFILTER_LRU_CAPACITY = 250_000  # about 155 bytes each: 39 MB
+DUPEFILTER_LRU_CAPACITY = 250_000  # about 190 bytes each: 47 MB
 DUPEFILTER_FLUSH_SIZE = 1000
 EXTRACT_TEXT_MAX_CHARS = 200_000
 ROBOTSTXT_CACHE_TTL = 86_400.0  # RFC 9309: a cached robots.txt is good for 24 hours
