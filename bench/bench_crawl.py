@@ -38,24 +38,20 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
 import pstats
-import shutil
 import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import IO, Any
 
-REPO = Path(__file__).resolve().parent.parent
+from common import REPO, BenchFailure, header_lines, run_in_scratch
+
 BASELINE_SPIDER = REPO / "bench" / "baseline_spider.py"
 sys.path.insert(0, str(REPO))
 
@@ -70,10 +66,6 @@ TOPICSPIDER_SETTINGS_SHOWN = (
     "STORAGE_BATCH_SIZE", "STORAGE_FLUSH_INTERVAL", "CRAWL_LOG", "STATS_FILE", "LOG_LEVEL",
 )
 TOP_FUNCTIONS = 25
-
-
-class BenchFailure(RuntimeError):
-    """A crawl failed or missed pages: the figures would mean nothing."""
 
 
 @dataclass(frozen=True)
@@ -257,34 +249,11 @@ def _load_baseline_settings() -> dict[str, Any]:
     return dict(module.BaselineSpider.custom_settings)
 
 
-def _git_state() -> str:
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
-        return done.stdout if done.returncode == 0 else ""
-
-    described = git("describe", "--always", "--dirty").strip() or "unknown"
-    changed = [line[3:] for line in git("status", "--porcelain", "--", "topicspider").splitlines()]
-    if changed:
-        shown = ", ".join(changed[:6]) + (" ..." if len(changed) > 6 else "")
-        described += f" ({len(changed)} uncommitted change(s) under topicspider/: {shown})"
-    return described
-
-
 def print_conditions(options: argparse.Namespace, site: Site, shared: Mapping[str, object]) -> None:
     import topicspider.settings as project_settings
 
-    try:
-        cpus = f"{os.cpu_count()} (usable: {len(os.sched_getaffinity(0))})"
-    except AttributeError:
-        cpus = str(os.cpu_count())
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    print("topicspider crawl benchmark")
-    print(f"  date          {datetime.now().astimezone().isoformat(timespec='seconds')}")
-    print(f"  host          {platform.platform()}; nproc {cpus}; load average {load}")
-    print(f"  python        {platform.python_implementation()} {platform.python_version()} ({sys.executable})")
-    print("  versions      " + ", ".join(
-        f"{name} {version(name)}" for name in ("scrapy", "twisted", "lxml", "parsel", "w3lib", "tldextract")))
-    print(f"  repository    {_git_state()}")
+    print("\n".join(header_lines("topicspider crawl benchmark",
+                                 ("scrapy", "twisted", "lxml", "parsel", "w3lib", "tldextract"))))
     depth = max(site.depths.values())
     print(f"  site          {len(site.depths)} pages, {options.links} random links per page + a spanning "
           f"tree, seed {options.seed}, max depth {depth}; topicspider.localsite at {site.url} "
@@ -482,17 +451,8 @@ def benchmark(options: argparse.Namespace, scratch: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse_args(argv)
-    scratch = Path(tempfile.mkdtemp(prefix="topicspider-bench-"))
-    try:
-        benchmark(options, scratch)
-    except BenchFailure as exc:
-        print(f"\nbench_crawl: FAILED: {exc}\n(files kept in {scratch})", file=sys.stderr)
-        return 1
-    if options.keep:
-        print(f"\nfiles kept in {scratch}")
-    else:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return 0
+    return run_in_scratch("bench_crawl", "topicspider-bench-", options.keep,
+                          lambda scratch: benchmark(options, scratch))
 
 
 if __name__ == "__main__":

@@ -71,19 +71,17 @@ import array
 import gc
 import json
 import os
-import platform
 import random
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+from common import REPO, header_lines
+
 sys.path.insert(0, str(REPO))
 
 HOSTS = 10
@@ -342,35 +340,11 @@ def worker(options: argparse.Namespace) -> None:
 # --- driver ---------------------------------------------------------------------------
 
 
-def git_state() -> str:
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
-        return done.stdout if done.returncode == 0 else ""
-
-    described = git("describe", "--always", "--dirty").strip() or "unknown"
-    changed = [line[3:] for line in git("status", "--porcelain", "--", "topicspider").splitlines()]
-    if changed:
-        shown = ", ".join(changed[:6]) + (" ..." if len(changed) > 6 else "")
-        described += f" ({len(changed)} uncommitted change(s) under topicspider/: {shown})"
-    return described
-
-
 def print_conditions(options: argparse.Namespace, capacities: list[int], offers: int, duplicates: int) -> None:
     import topicspider.settings as project_settings
 
-    try:
-        cpus = f"{os.cpu_count()} (usable: {len(os.sched_getaffinity(0))})"
-    except AttributeError:
-        cpus = str(os.cpu_count())
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    print("topicspider dupefilter benchmark")
-    print(f"  date          {datetime.now().astimezone().isoformat(timespec='seconds')}")
-    print(f"  host          {platform.platform()}; nproc {cpus}; load average {load}")
-    print(f"  python        {platform.python_implementation()} {platform.python_version()} ({sys.executable})")
-    print("  versions      " + ", ".join(
-        f"{name} {version(name)}" for name in ("scrapy", "twisted", "w3lib", "tldextract"))
-        + f", SQLite {sqlite3.sqlite_version}")
-    print(f"  repository    {git_state()}")
+    print("\n".join(header_lines("topicspider dupefilter benchmark", ("scrapy", "twisted", "w3lib", "tldextract"),
+                                 f", SQLite {sqlite3.sqlite_version}")))
     print(f"  workload      {options.urls:,} distinct URLs http://host{{i%{HOSTS}}}.example.com/path/{{i}}?q={{i%7}}"
           f" + repeats (after each URL: {P_NAV:.0%} one of the first {NAV_URLS}, {P_RECENT:.0%} one of the "
           f"last {RECENT_WINDOW:,}, {P_OLD:.0%} uniform over all so far), seed {options.seed}")

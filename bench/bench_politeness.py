@@ -60,24 +60,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+from common import REPO, BenchFailure, header_lines, run_in_scratch
+
 sys.path.insert(0, str(REPO))
 
 from topicspider.localsite import generate_site  # noqa: E402
@@ -90,10 +86,6 @@ GOAL = 0.9
 # that much shorter than it was on the wire. Shorter still is a violation.
 TOLERANCE = 0.010
 JITTER_TRIALS = 2000
-
-
-class BenchFailure(RuntimeError):
-    """A crawl failed or missed pages: the figures would mean nothing."""
 
 
 @dataclass(frozen=True)
@@ -363,33 +355,10 @@ def expected_max_jitter(config: Config, paired: bool, trials: int = JITTER_TRIAL
 
 # --- printing ----------------------------------------------------------------------------
 
-def _git_state() -> str:
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
-        return done.stdout if done.returncode == 0 else ""
-
-    described = git("describe", "--always", "--dirty").strip() or "unknown"
-    changed = [line[3:] for line in git("status", "--porcelain", "--", "topicspider").splitlines()]
-    if changed:
-        shown = ", ".join(changed[:6]) + (" ..." if len(changed) > 6 else "")
-        described += f" ({len(changed)} uncommitted change(s) under topicspider/: {shown})"
-    return described
-
-
 def print_conditions(options: argparse.Namespace, configs: Sequence[Config]) -> None:
     import topicspider.settings as project_settings
 
-    try:
-        cpus = f"{os.cpu_count()} (usable: {len(os.sched_getaffinity(0))})"
-    except AttributeError:
-        cpus = str(os.cpu_count())
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    print("topicspider politeness benchmark")
-    print(f"  date          {datetime.now().astimezone().isoformat(timespec='seconds')}")
-    print(f"  host          {platform.platform()}; nproc {cpus}; load average {load}")
-    print(f"  python        {platform.python_implementation()} {platform.python_version()} ({sys.executable})")
-    print("  versions      " + ", ".join(f"{name} {version(name)}" for name in ("scrapy", "twisted")))
-    print(f"  repository    {_git_state()}")
+    print("\n".join(header_lines("topicspider politeness benchmark", ("scrapy", "twisted"))))
     print(f"  sites         one per host: generate_site(pages, links_per_page={options.links}, seed=host index); "
           f"topicspider.localsite on 127.0.0.{options.first_address} and up, one process per host")
     print(f"  rounds        {options.rounds}; fresh servers, logs and working directory per run")
@@ -581,17 +550,8 @@ def benchmark(options: argparse.Namespace, scratch: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse_args(argv)
-    scratch = Path(tempfile.mkdtemp(prefix="topicspider-politeness-"))
-    try:
-        benchmark(options, scratch)
-    except BenchFailure as exc:
-        print(f"\nbench_politeness: FAILED: {exc}\n(files kept in {scratch})", file=sys.stderr)
-        return 1
-    if options.keep:
-        print(f"\nfiles kept in {scratch}")
-    else:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return 0
+    return run_in_scratch("bench_politeness", "topicspider-politeness-", options.keep,
+                          lambda scratch: benchmark(options, scratch))
 
 
 if __name__ == "__main__":
