@@ -54,11 +54,16 @@ HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 
 
 def _check_host(host: str, url: str) -> None:
-    if _is_ip(host.strip("[]")):
-        return
-    labels = host.rstrip(".").split(".")
-    if len(host) > 253 or not all(HOST_LABEL.match(label) for label in labels):
+    if not _valid_host(host):
         raise BadURL(f"{mask_url(url)!r}: malformed host {host!r}")
+
+
+@lru_cache(maxsize=4096)
+def _valid_host(host: str) -> bool:
+    if _is_ip(host.strip("[]")):
+        return True
+    labels = host.rstrip(".").split(".")
+    return len(host) <= 253 and all(HOST_LABEL.match(label) for label in labels)
 
 
 def _split(url: str, original: str) -> SplitResult:
@@ -113,11 +118,18 @@ def request_url(url: str) -> str:
 def canonical_url(url: str, strip_trailing_slash: bool = True) -> str:
     """The identity of ``url``: what :func:`request_url` gives, plus a sorted query and
     normalised percent-escapes, and with ``/a/`` equal to ``/a`` unless disabled."""
-    parts = urlsplit(canonicalize_url(request_url(url), keep_blank_values=True))
+    url = url.strip()
+    try:
+        # One pass of w3lib's canonicaliser quotes, lower-cases and sorts; the checks
+        # below are request_url's, on its result.
+        canonical = canonicalize_url(url, keep_blank_values=True)
+    except ValueError as exc:
+        raise BadURL(f"{mask_url(url)!r}: {exc}") from None
+    parts = _split(canonical, url)
     path = parts.path or "/"
     if strip_trailing_slash and len(path) > 1:
         path = path.rstrip("/") or "/"
-    return urlunsplit(parts._replace(path=path))
+    return urlunsplit(parts._replace(netloc=_netloc(parts), path=path, fragment=""))
 
 
 def host_port(url: str) -> str:
