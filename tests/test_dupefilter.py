@@ -3,6 +3,7 @@ pause/resume with JOBDIR, against real crawls."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -98,3 +99,42 @@ def test_pause_and_resume_with_jobdir(tmp_path, serve):
     import sqlite3
     with sqlite3.connect(workdir / "topicspider.db") as db:
         assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (150,)
+
+
+# The store fails once on a read and once on a write, as a locked SQLite file would.
+FLAKY_STORE = """
+import sqlite3, sys
+from topicspider.storage import seen
+failed = set()
+def flaky(name):
+    real = getattr(seen.SQLiteSeenStore, name)
+    def method(self, fingerprints):
+        if name not in failed:
+            failed.add(name)
+            raise sqlite3.OperationalError("database is locked")
+        return real(self, fingerprints)
+    return method
+seen.SQLiteSeenStore.contains_many = flaky("contains_many")
+seen.SQLiteSeenStore.add_many = flaky("add_many")
+from scrapy.cmdline import execute
+sys.argv = ["scrapy", *sys.argv[1:]]
+execute()
+"""
+
+
+def test_a_failing_store_loses_nothing_and_fetches_nothing_twice(tmp_path, serve):
+    depths = generate_site(tmp_path / "site", pages=60, links_per_page=4, seed=9)
+    site = serve(tmp_path / "site")
+    command = crawl_command(site.url + "/", max(depths.values()), {
+        "DOWNLOAD_DELAY": 0, "DUPEFILTER_LRU_CAPACITY": 5, "DUPEFILTER_FLUSH_SIZE": 5})
+    command[1:3] = ["-c", FLAKY_STORE]  # python -c ... instead of python -m scrapy
+    (tmp_path / "work").mkdir()
+
+    result = run_project(command, tmp_path / "work", timeout=90)
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    requested = Counter(site.paths())
+    assert set(requested) == set(depths) and max(requested.values()) == 1
+    stats = json.loads((tmp_path / "work" / "stats.json").read_text())["stats"]
+    assert stats["scheduler/store_check_errors"] == 1 and stats["dupefilter/store_write_errors"] == 1
+    assert stats["storage/pages_written"] == 60

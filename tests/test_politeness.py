@@ -324,3 +324,44 @@ def test_hosts_of_one_site_are_paced_apart_and_crawled_as_one_site(tmp_path, ser
         assert min(gaps(sorted(times))) >= 0.5 - TOLERANCE
     assert min(gaps(sorted(by_host["www.example.com.cn"] + by_host["bbs.example.com.cn"]))) < 0.3
     assert result.report["links_offsite"] == 1 and result.report["pages_stored"] == 9  # index, w0-w3, b0-b3
+
+
+def test_robots_txt_answering_429_is_retried_not_taken_as_missing(tmp_path, serve, crawl):
+    generate_site(tmp_path / "site", pages=3, links_per_page=2)
+    write(tmp_path / "site" / "robots.txt", "User-agent: *\nDisallow: /\n", "Status-First: 429 1\nRetry-After: 1")
+    site = serve(tmp_path / "site")
+
+    result = crawl(site.url + "/", settings={"ROBOTSTXT_RETRY_DELAY": 0.1})
+
+    robots = [r for r in site.requests() if r["path"] == "/robots.txt"]
+    assert [r["status"] for r in robots] == [429, 200]
+    assert robots[1]["start"] - robots[0]["end"] >= 1 - TOLERANCE  # Retry-After, not the 0.1 s retry delay
+    assert site.paths() == [] and result.stats["robots/denied"] == 1
+
+
+def test_a_crawl_delay_too_long_skips_the_host(tmp_path, serve, crawl):
+    generate_site(tmp_path / "site", pages=3, links_per_page=2)
+    write(tmp_path / "site" / "robots.txt", "User-agent: *\nCrawl-delay: 100000\n")
+    site = serve(tmp_path / "site")
+
+    result = crawl(site.url + "/", settings={"ROBOTSTXT_MAX_CRAWL_DELAY": 60}, timeout=60)
+
+    assert site.paths() == [] and result.stats["robots/crawl_delay_too_long"] == 1
+    assert result.report["finish_reason"] == "finished"
+
+
+def test_a_redirect_to_another_host_is_paced_as_that_host(tmp_path, serve, crawl):
+    # Seeds on .6 redirect to .7, which also has its own links: all of .7's requests
+    # must keep .7's delay, whichever host's request they started as.
+    target_root, origin_root = tmp_path / "target", tmp_path / "origin"
+    generate_site(target_root, pages=12, links_per_page=3, seed=8)
+    target = serve(target_root, host="127.0.0.7")
+    for i in range(8):
+        write(origin_root / f"s{i}.html", "", f"Status: 302\nLocation: {target.url}/p{i + 1}.html")
+    origin = serve(origin_root, host="127.0.0.6")
+
+    crawl(",".join([f"{origin.url}/s{i}.html" for i in range(8)] + [f"{target.url}/"]), depth=5,
+          settings={"DOWNLOAD_DELAY": 0.5, "DOWNLOAD_DELAY_JITTER": 0})
+
+    times = starts(target)
+    assert len(times) >= 5 and min(gaps(times)) >= 0.5 - TOLERANCE

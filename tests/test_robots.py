@@ -73,3 +73,13 @@ def test_retry_after() -> None:
     assert retry_after_seconds("Mon, 30 Nov 2026 11:00:00 GMT", now) == 0
     assert retry_after_seconds("later", now) is None
     assert retry_after_seconds("-5", now) is None
+
+
+@pytest.mark.parametrize(("values", "directives"), [
+    (["max-image-preview:large, noindex"], {"noindex"}),
+    (["unavailable_after: 2020-01-01, noindex"], {"noindex"}),
+    (["noindex,unavailable_after:2020-01-01"], {"noindex"}),
+    (["max-snippet:-1,nofollow"], {"nofollow"}),
+])
+def test_header_directives_with_parameters(values: list[str], directives: set[str]) -> None:
+    assert header_directives(values, "topicspider") == directives

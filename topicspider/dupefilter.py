@@ -7,7 +7,7 @@ canonical URL) and topicspider's ``FrontierScheduler``, which asks the store
 asynchronously. Settings: ``DUPEFILTER_LRU_CAPACITY``, ``DUPEFILTER_FLUSH_SIZE``,
 ``DUPEFILTER_DEBUG``, ``JOBDIR``. Stats: ``dupefilter/filtered``,
 ``dupefilter/lru_hits``, ``dupefilter/lru_evictions``, ``dupefilter/store_lookups``,
-``dupefilter/store_hits``, ``dupefilter/store_writes``.
+``dupefilter/store_hits``, ``dupefilter/store_writes``, ``dupefilter/store_write_errors``.
 
 The LRU is the fast path and the store is the truth. A fingerprint missing from the
 LRU is new for sure while nothing has been evicted and the store started empty;
@@ -22,7 +22,6 @@ import enum
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from time import monotonic
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy import Request
@@ -30,6 +29,7 @@ from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.job import job_dir
 from twisted.internet.defer import Deferred
+from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
@@ -65,7 +65,9 @@ class LRUDupeFilter(BaseDupeFilter):
         self.lru: OrderedDict[bytes, None] = OrderedDict()
         self.unflushed: set[bytes] = set()
         self.in_flight: list[set[bytes]] = []  # batches on their way to the store
-        self.last_flush = monotonic()
+        self.flush_pending = False
+        # Every second as well as every DUPEFILTER_FLUSH_SIZE: a hard kill loses little.
+        self.flusher = LoopingCall(self._start_flush)
         self.store: SeenStore | None = None
         self.store_may_know = False  # the store may hold a fingerprint the LRU does not
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-dupefilter")
@@ -87,6 +89,7 @@ class LRUDupeFilter(BaseDupeFilter):
         self.pool.start()
         self.store = await self._in_thread(open_seen_store, self.jobdir)
         known = await self._in_thread(self.store.count)
+        self.flusher.start(FLUSH_INTERVAL, now=False)
         self.store_may_know = known > 0
         if known:
             logger.info("Resuming: %d URLs already seen in %s", known, self.jobdir)
@@ -112,20 +115,30 @@ class LRUDupeFilter(BaseDupeFilter):
             self.lru.popitem(last=False)
             self.store_may_know = True
             self.stats.inc_value("dupefilter/lru_evictions")
-        # A full batch, or a second's worth: what a hard kill loses stays small.
-        if len(self.unflushed) >= self.flush_size or monotonic() - self.last_flush >= FLUSH_INTERVAL:
-            deferred_from_coro(self.flush())
+        if len(self.unflushed) >= self.flush_size and not self.flush_pending:
+            self._start_flush()
+
+    def _start_flush(self) -> None:
+        self.flush_pending = True
+        deferred_from_coro(self.flush()).addErrback(
+            lambda failure: logger.error("Fingerprint flush failed: %s", failure.getTraceback())
+        )
 
     async def flush(self) -> None:
-        """Send the fingerprints not yet in the store; batches are written in order."""
+        """Send the fingerprints not yet in the store; batches are written in order. A
+        batch the store refuses goes back to be sent again, never dropped."""
+        self.flush_pending = False
         if not self.unflushed or self.store is None:
             return
         batch, self.unflushed = self.unflushed, set()
-        self.last_flush = monotonic()
         self.in_flight.append(batch)
         try:
             await self._in_thread(self.store.add_many, list(batch))
             self.stats.inc_value("dupefilter/store_writes", len(batch))
+        except Exception as exc:  # noqa: BLE001 - keep the batch; the next flush retries it
+            self.unflushed |= batch
+            self.stats.inc_value("dupefilter/store_write_errors")
+            logger.warning("Could not write %d fingerprints to the URL store (%s); will retry", len(batch), exc)
         finally:
             self.in_flight.remove(batch)
 
@@ -164,6 +177,8 @@ class LRUDupeFilter(BaseDupeFilter):
         return deferred_from_coro(self._close())
 
     async def _close(self) -> None:
+        if self.flusher.running:
+            self.flusher.stop()
         try:
             await self.flush()
             await self._in_thread(lambda: None)  # the one store thread has written all before it

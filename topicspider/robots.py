@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 NOINDEX, NOFOLLOW = "noindex", "nofollow"
 _EXPANSIONS = {"none": {NOINDEX, NOFOLLOW}, NOINDEX: {NOINDEX}, NOFOLLOW: {NOFOLLOW}}
+# Directives written "name: value", which a user-agent prefix must not be mistaken for.
+PARAMETER_DIRECTIVES = frozenset({"max-snippet", "max-image-preview", "max-video-preview", "unavailable_after"})
 _PRODUCT = re.compile(r"\s*([A-Za-z0-9._-]+)")
 
 
@@ -42,7 +44,7 @@ def parse_directives(value: str) -> set[str]:
     """``noindex``/``nofollow`` named by a robots meta ``content``: ``none`` is both,
     unknown words (``all``, ``noarchive``) add nothing. Case and spacing are free."""
     directives: set[str] = set()
-    for word in re.split(r"[\s,;]+", value.lower()):
+    for word in re.split(r"[\s,;:]+", value.lower()):
         directives |= _EXPANSIONS.get(word, set())
     return directives
 
@@ -62,11 +64,13 @@ def header_directives(values: Iterable[str], token: str) -> set[str]:
     agent (``googlebot: noindex``); those for other agents are ignored."""
     directives: set[str] = set()
     for value in values:
-        agent, sep, rest = value.partition(":")
-        if sep and " " not in agent.strip() and agent.strip().lower() not in _EXPANSIONS:
-            if agent.strip().lower() != token:
+        first = value.split(",", 1)[0]
+        agent, sep, rest = first.partition(":")
+        agent = agent.strip().lower()
+        if sep and agent and " " not in agent and agent not in _EXPANSIONS and agent not in PARAMETER_DIRECTIVES:
+            if agent != token:
                 continue
-            value = rest
+            value = value.partition(":")[2]
         directives |= parse_directives(value)
     return directives
 

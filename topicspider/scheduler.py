@@ -24,10 +24,13 @@ go ahead:
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter, OrderedDict, deque
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from scrapy.core.downloader import Downloader
 from scrapy.core.scheduler import Scheduler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
@@ -38,9 +41,13 @@ from topicspider.dupefilter import LRUDupeFilter, Verdict
 
 if TYPE_CHECKING:
     from scrapy import Request
-    from scrapy.core.downloader import Downloader
     from scrapy.crawler import Crawler
 
+logger = logging.getLogger(__name__)
+# Seconds before the URL store is asked again after it failed, and the longest wait for
+# its answers when the crawl closes.
+STORE_RETRY_DELAY = 1.0
+CLOSE_STORE_WAIT = 30.0
 # Blocked requests popped in one call before giving up until the next call.
 POPS_PER_CALL = 64
 
@@ -61,6 +68,7 @@ class FrontierScheduler(Scheduler):
         scheduler.held_count = 0
         scheduler.unresolved = {}  # fingerprint -> request, waiting for the store's answer
         scheduler.resolving = False
+        scheduler.retry_pending = False
         if not isinstance(scheduler.df, LRUDupeFilter):
             raise NotConfigured(f"{cls.__name__} needs DUPEFILTER_CLASS = topicspider.dupefilter.LRUDupeFilter")
         return scheduler
@@ -77,6 +85,10 @@ class FrontierScheduler(Scheduler):
         return Path(self.dqdir) / "levels.json" if self.dqdir else None
 
     def enqueue_request(self, request: Request) -> bool:
+        if "redirect_urls" in request.meta:
+            # The downloader wrote the original host's slot into meta and the redirect
+            # copied it; the new URL must be paced as its own host.
+            request.meta.pop(Downloader.DOWNLOAD_SLOT, None)
         if request.dont_filter or self.df.redirect_within_identity(request):
             return self._push(request)
         fingerprint = self.df.fingerprint(request)
@@ -105,16 +117,30 @@ class FrontierScheduler(Scheduler):
         self.waiting[_level(request)] += 1
         return True
 
-    def _call_soon(self, coroutine_function: Any) -> None:
+    def _call_soon(self, coroutine_function: Any, delay: float = 0) -> None:
         from twisted.internet import reactor  # not at import: see middlewares/robots.py
 
-        reactor.callLater(0, lambda: deferred_from_coro(coroutine_function()))
+        def run() -> None:
+            deferred_from_coro(coroutine_function()).addErrback(
+                lambda failure: logger.error("Frontier task failed: %s", failure.getTraceback())
+            )
+
+        reactor.callLater(delay, run)
 
     async def _resolve(self) -> None:
         try:
             while self.unresolved:
                 batch, self.unresolved = self.unresolved, {}
-                known = await self.df.check(list(batch))
+                try:
+                    known = await self.df.check(list(batch))
+                except Exception as exc:  # noqa: BLE001 - the store failed: keep the requests, ask again
+                    self._count("scheduler/store_check_errors")
+                    logger.warning("Could not ask the URL store about %d requests (%s); retrying in %.0f s",
+                                   len(batch), exc, STORE_RETRY_DELAY)
+                    self.unresolved = {**batch, **self.unresolved}
+                    self.retry_pending = True
+                    self._call_soon(self._resolve_again, STORE_RETRY_DELAY)
+                    return
                 for fingerprint, request in batch.items():
                     if fingerprint in known:
                         self.df.log(request, self.spider)
@@ -125,7 +151,12 @@ class FrontierScheduler(Scheduler):
                         self._push(request)
                 self._wake_engine()
         finally:
-            self.resolving = False
+            self.resolving = self.retry_pending
+
+    async def _resolve_again(self) -> None:
+        self.retry_pending = False
+        self.resolving = True
+        await self._resolve()
 
     def _wake_engine(self) -> None:
         # The engine asks for requests after each download; one that is idle waiting
@@ -240,12 +271,20 @@ class FrontierScheduler(Scheduler):
     async def _close(self, reason: str) -> None:
         # Requests still waiting for the store's verdict are settled first, then held
         # ones go back to the queues, so a JOBDIR keeps both for the resume.
-        while self.unresolved or self.resolving:
+        deadline = monotonic() + CLOSE_STORE_WAIT
+        while (self.unresolved or self.resolving) and monotonic() < deadline:
             if not self.resolving:
                 self.resolving = True
                 await self._resolve()
             else:
                 await self._sleep(0.01)
+        if self.unresolved:
+            # The store would not answer: keeping them risks a second fetch, dropping
+            # them would lose pages for good.
+            logger.warning("URL store unavailable at close: %d requests kept unchecked", len(self.unresolved))
+            for request in self.unresolved.values():
+                self._push(request)
+            self.unresolved = {}
         for requests in self.held.values():
             for request in requests:
                 if not self._dqpush(request):

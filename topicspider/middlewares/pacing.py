@@ -142,4 +142,5 @@ class PacingMiddleware:
         wait = retry_after_seconds(header.decode("latin-1")) if header else None
         if wait is None:
             wait = self.default_backoff * 2**retries
-        return min(max(wait, self.delay_for(host)), self.max_backoff)
+        # BACKOFF_MAX_DELAY caps what a server asks, never below the host's own delay.
+        return max(min(wait, self.max_backoff), self.delay_for(host))

@@ -4,12 +4,13 @@ Protego, and obeyed before a request is sent. Its ``Crawl-delay`` and
 
 Enabled by ``ROBOTSTXT_OBEY`` (replaces Scrapy's ``RobotsTxtMiddleware``). Settings:
 ``ROBOTSTXT_USER_AGENT``, ``ROBOTSTXT_CACHE_TTL``, ``ROBOTSTXT_RETRY_TIMES``,
-``ROBOTSTXT_RETRY_DELAY``, ``ROBOTSTXT_UNREACHABLE_TTL``, ``ROBOTSTXT_MAX_SIZE``.
-Stats: ``robots/fetched``, ``robots/status/<code>``, ``robots/errors/<exception>``,
-``robots/unreachable``, ``robots/denied``, ``robots/denied_unreachable``.
+``ROBOTSTXT_RETRY_DELAY``, ``ROBOTSTXT_UNREACHABLE_TTL``, ``ROBOTSTXT_MAX_SIZE``,
+``ROBOTSTXT_MAX_CRAWL_DELAY``. Stats: ``robots/fetched``, ``robots/status/<code>``,
+``robots/errors/<exception>``, ``robots/unreachable``, ``robots/denied``,
+``robots/denied_unreachable``, ``robots/crawl_delay_too_long``.
 
-What a robots.txt answer means: 2xx, the rules in it; 4xx (404 above all), no rules;
-5xx or no answer, retried, then everything disallowed until
+What a robots.txt answer means: 2xx, the rules in it; 4xx other than 429 (404 above
+all), no rules; 429, 5xx or no answer, retried, then everything disallowed until
 ``ROBOTSTXT_UNREACHABLE_TTL`` has passed and robots.txt is asked for again.
 """
 
@@ -31,7 +32,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
 from topicspider.config import get_float, get_int
-from topicspider.robots import robots_txt_delay, token_from_settings
+from topicspider.robots import retry_after_seconds, robots_txt_delay, token_from_settings
 from topicspider.signals import host_delay_requested
 
 if TYPE_CHECKING:
@@ -55,9 +56,10 @@ class HostRules:
     parser: Protego | None
     expires: float
     unreachable: bool = False
+    too_slow: bool = False
 
     def allows(self, url: str, token: str) -> bool:
-        if self.unreachable:
+        if self.unreachable or self.too_slow:
             return False
         return self.parser is None or self.parser.can_fetch(url, token)
 
@@ -79,6 +81,7 @@ class RobotsTxtMiddleware:
         self.retry_times = get_int(settings, "ROBOTSTXT_RETRY_TIMES")
         self.retry_delay = get_float(settings, "ROBOTSTXT_RETRY_DELAY")
         self.max_size = get_int(settings, "ROBOTSTXT_MAX_SIZE")
+        self.max_crawl_delay = get_float(settings, "ROBOTSTXT_MAX_CRAWL_DELAY")
         self.rules: OrderedDict[str, HostRules] = OrderedDict()
         self.waiting: dict[str, list[Deferred[HostRules]]] = {}
 
@@ -97,7 +100,7 @@ class RobotsTxtMiddleware:
             raise RobotsUnreachable("robots.txt unreachable, host disallowed for now")
         self.stats.inc_value("robots/denied")
         logger.debug("Forbidden by robots.txt: %s", request.url)
-        raise IgnoreRequest("Forbidden by robots.txt")
+        raise IgnoreRequest("Crawl-delay too long" if rules.too_slow else "Forbidden by robots.txt")
 
     async def _rules_for(self, request: Request) -> HostRules:
         parts = urlparse_cached(request)
@@ -111,7 +114,13 @@ class RobotsTxtMiddleware:
             self.waiting[origin].append(waiter)
             return await maybe_deferred_to_future(waiter)
         self.waiting[origin] = []
-        rules = await self._fetch(origin, parts.hostname or "")
+        try:
+            rules = await self._fetch(origin, parts.hostname or "")
+        except BaseException:
+            # Never leave the requests waiting on this origin hanging.
+            for other in self.waiting.pop(origin):
+                other.errback()
+            raise
         self.rules[origin] = rules
         self.rules.move_to_end(origin)
         while len(self.rules) > MAX_CACHED_ORIGINS:
@@ -121,15 +130,23 @@ class RobotsTxtMiddleware:
         return rules
 
     async def _fetch(self, origin: str, host: str) -> HostRules:
+        wait = self.retry_delay
         for attempt in range(self.retry_times + 1):
             if attempt:
-                await self._sleep(self.retry_delay * 2 ** (attempt - 1))
+                await self._sleep(wait)
+                wait *= 2
             response = await self._download(origin)
-            if response is not None and response.status < 500:
-                return self._rules_from(response, host)
+            if response is None or response.status >= 500 or response.status == 429:
+                # 429 is "come back later", not "no robots.txt": retried like a 5xx,
+                # waiting at least what Retry-After asks.
+                asked = response.headers.get(b"Retry-After") if response is not None else None
+                wait = max(wait, retry_after_seconds(asked.decode("latin-1")) or 0.0) if asked else wait
+                continue
+            return self._rules_from(response, host)
         self.stats.inc_value("robots/unreachable")
         logger.warning(
-            "robots.txt of %s unreachable after %d tries: its pages are disallowed for %.0f s",
+            "robots.txt of %s unreachable after %d tries: the pages found on it until now are "
+            "dropped (counted in robots/denied_unreachable); it is asked again after %.0f s",
             origin, self.retry_times + 1, self.unreachable_ttl,
         )
         return HostRules(None, monotonic() + self.unreachable_ttl, unreachable=True)
@@ -165,6 +182,13 @@ class RobotsTxtMiddleware:
         text = response.body[: self.max_size].decode("utf-8", errors="replace")
         parser = Protego.parse(text)
         delay = robots_txt_delay(parser, self.token)
+        if delay > self.max_crawl_delay:
+            # Crawling at the pace asked would take forever; as Nutch does, skip the host.
+            self.stats.inc_value("robots/crawl_delay_too_long")
+            logger.warning("robots.txt of %s asks for %.0f s between requests, more than "
+                           "ROBOTSTXT_MAX_CRAWL_DELAY (%.0f s): its pages are skipped", host, delay,
+                           self.max_crawl_delay)
+            return HostRules(None, expires, too_slow=True)
         if delay > 0:
             self.crawler.signals.send_catch_log(signal=host_delay_requested, host=host, delay=delay)
         return HostRules(parser, expires)
