@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy import Request
 from scrapy.dupefilters import BaseDupeFilter
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
-from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
 from topicspider.config import get_bool, get_int
+from topicspider.reactor_tools import in_thread
 from topicspider.storage.seen import SeenStore, open_seen_store
 
 if TYPE_CHECKING:
@@ -78,9 +78,7 @@ class LRUDupeFilter(BaseDupeFilter):
         return cls(crawler)
 
     async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
-        from twisted.internet import reactor  # not at import: see middlewares/robots.py
-
-        return await maybe_deferred_to_future(deferToThreadPool(reactor, self.pool, function, *args))
+        return await in_thread(self.pool, function, *args)
 
     def open(self) -> Deferred[None]:
         return deferred_from_coro(self._open())

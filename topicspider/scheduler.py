@@ -38,6 +38,7 @@ from twisted.internet.defer import Deferred
 
 from topicspider.config import get_bool, get_int
 from topicspider.dupefilter import LRUDupeFilter, Verdict
+from topicspider.reactor_tools import call_later, sleep
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -118,14 +119,12 @@ class FrontierScheduler(Scheduler):
         return True
 
     def _call_soon(self, coroutine_function: Any, delay: float = 0) -> None:
-        from twisted.internet import reactor  # not at import: see middlewares/robots.py
-
         def run() -> None:
             deferred_from_coro(coroutine_function()).addErrback(
                 lambda failure: logger.error("Frontier task failed: %s", failure.getTraceback())
             )
 
-        reactor.callLater(delay, run)
+        call_later(delay, run)
 
     async def _resolve(self) -> None:
         try:
@@ -277,7 +276,7 @@ class FrontierScheduler(Scheduler):
                 self.resolving = True
                 await self._resolve()
             else:
-                await self._sleep(0.01)
+                await sleep(0.01)
         if self.unresolved:
             # The store would not answer: keeping them risks a second fetch, dropping
             # them would lose pages for good.
@@ -297,10 +296,3 @@ class FrontierScheduler(Scheduler):
         result = super().close(reason)
         if result is not None:
             await maybe_deferred_to_future(result)
-
-    @staticmethod
-    async def _sleep(seconds: float) -> None:
-        from twisted.internet import reactor
-        from twisted.internet.task import deferLater
-
-        await maybe_deferred_to_future(deferLater(reactor, seconds))

@@ -132,11 +132,6 @@ def canonical_url(url: str, strip_trailing_slash: bool = True) -> str:
     return urlunsplit(parts._replace(netloc=_netloc(parts), path=path, fragment=""))
 
 
-def host_port(url: str) -> str:
-    """``host[:port]`` of an already-requestable URL, default port omitted."""
-    return _netloc(urlsplit(url))
-
-
 @lru_cache(maxsize=65536)
 def _site(host: str, netloc: str) -> str:
     if "." not in host or _is_ip(host):

@@ -29,9 +29,9 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
-from twisted.internet.task import deferLater
 
 from topicspider.config import get_float, get_int
+from topicspider.reactor_tools import sleep
 from topicspider.robots import retry_after_seconds, robots_txt_delay, token_from_settings
 from topicspider.signals import host_delay_requested
 
@@ -133,7 +133,7 @@ class RobotsTxtMiddleware:
         wait = self.retry_delay
         for attempt in range(self.retry_times + 1):
             if attempt:
-                await self._sleep(wait)
+                await sleep(wait)
                 wait *= 2
             response = await self._download(origin)
             if response is None or response.status >= 500 or response.status == 429:
@@ -150,14 +150,6 @@ class RobotsTxtMiddleware:
             origin, self.retry_times + 1, self.unreachable_ttl,
         )
         return HostRules(None, monotonic() + self.unreachable_ttl, unreachable=True)
-
-    @staticmethod
-    async def _sleep(seconds: float) -> None:
-        # Imported here: importing the reactor at module load would install the default
-        # one before Scrapy installs the asyncio reactor.
-        from twisted.internet import reactor
-
-        await maybe_deferred_to_future(deferLater(reactor, seconds))
 
     async def _download(self, origin: str) -> Response | None:
         request = Request(

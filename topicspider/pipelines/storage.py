@@ -12,14 +12,14 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
-from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
 from topicspider.config import get_float, get_int
 from topicspider.items import PageItem
+from topicspider.reactor_tools import in_thread
 from topicspider.storage import StorageError, Store, backend_for
 from topicspider.urls import mask_url
 
@@ -52,9 +52,7 @@ class StoragePipeline:
         return cls(crawler)
 
     async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
-        from twisted.internet import reactor  # not at import: see middlewares/robots.py
-
-        return await maybe_deferred_to_future(deferToThreadPool(reactor, self.pool, function, *args))
+        return await in_thread(self.pool, function, *args)
 
     async def open_spider(self) -> None:
         self.pool.start()

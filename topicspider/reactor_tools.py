@@ -1,0 +1,38 @@
+"""Waiting, scheduling and thread hand-off on the Twisted reactor, from coroutines.
+
+The reactor is imported inside each function, never at module load: importing it at
+load would install Twisted's default reactor before Scrapy installs the asyncio one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.task import deferLater
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
+
+T = TypeVar("T")
+
+
+async def sleep(seconds: float) -> None:
+    """Wait without blocking the reactor."""
+    from twisted.internet import reactor
+
+    await maybe_deferred_to_future(deferLater(reactor, seconds))
+
+
+def call_later(seconds: float, function: Callable[[], Any]) -> None:
+    """Run ``function`` on the reactor thread after ``seconds``."""
+    from twisted.internet import reactor
+
+    reactor.callLater(seconds, function)
+
+
+async def in_thread(pool: ThreadPool, function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` on one of ``pool``'s threads, awaited from the reactor."""
+    from twisted.internet import reactor
+
+    return await maybe_deferred_to_future(deferToThreadPool(reactor, pool, function, *args))
