@@ -86,14 +86,14 @@ def run_project(command: list[str], cwd: Path, timeout: float = 120) -> subproce
 
 @pytest.fixture
 def crawl(tmp_path: Path) -> Any:
-    """``crawl(seeds, depth=..., settings={...})`` runs ``scrapy crawl topic`` in a
+    """``crawl(seeds, depth=..., settings={...}, topic=...)`` runs ``scrapy crawl topic`` in a
     subprocess, in a work directory of its own, with politeness delays off."""
     workdir = tmp_path / "work"
     workdir.mkdir()
 
     def run(seeds: str, *, depth: int | str | None = None, settings: dict[str, Any] | None = None,
-            timeout: float = 120) -> CrawlResult:
-        command = crawl_command(seeds, depth, {"DOWNLOAD_DELAY": 0, **(settings or {})})
+            timeout: float = 120, **arguments: str) -> CrawlResult:
+        command = crawl_command(seeds, depth, {"DOWNLOAD_DELAY": 0, **(settings or {})}, **arguments)
         done = run_project(command, workdir, timeout)
         return CrawlResult(done.returncode, done.stdout, done.stderr, workdir)
 

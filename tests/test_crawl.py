@@ -190,9 +190,10 @@ def test_crawl_log_and_stats_file(tmp_path, serve, crawl):
     lines = [line.split("\t") for line in (result.workdir / "crawl.log").read_text().splitlines()]
     pages = [fields for fields in lines if not fields[1].endswith("/robots.txt")]
     assert len(pages) == 5
-    for timestamp, url, status, depth in pages:
+    for timestamp, url, status, depth, relevance in pages:
         assert timestamp.startswith("20") and timestamp.endswith("+00:00")
         assert url.startswith(site.url) and status == "200" and int(depth) >= 0
+        assert relevance == "-"  # no topic, nothing scored
     report = result.report
     assert report["pages_fetched"] == 5 and report["pages_stored"] == 5
     assert report["elapsed_seconds"] > 0

@@ -26,6 +26,11 @@ def test_demo_crawls_the_sample_site(tmp_path: Path) -> None:
     fetched = [json.loads(line)["path"] for line in (output / "server.log").read_text().splitlines()]
     assert "/private/drafts.html" not in fetched
     assert "/style.css" not in fetched and "/logo.png" not in fetched
+    with sqlite3.connect(output / "topicspider.db") as db:
+        relevance = {url.split("/", 3)[3]: score for url, score in db.execute("SELECT url, relevance FROM pages")}
+    assert relevance["guide/formulas.html"] > 2 and relevance["contact.html"] == 0.0
     report = json.loads((output / "stats.json").read_text())["report"]
     assert report["pages_stored"] == len(titles) and report["errors"] == 0
+    assert report["pages_relevant"] + report["pages_irrelevant"] == len(titles)
+    assert "relevance histogram" in done.stdout and "* " in done.stdout
     assert "topicspider crawl report" in done.stdout and "Stored pages" in done.stdout

@@ -29,6 +29,8 @@ INT_SETTINGS: dict[str, int] = {
     "SCHEDULER_MAX_HELD": 1,
     "DUPEFILTER_LRU_CAPACITY": 1,
     "DUPEFILTER_FLUSH_SIZE": 1,
+    "TOPIC_TOP_K": 1,
+    "TOPIC_MAX_CHARS": 1,
     # Scrapy's own, which it would only reject with a traceback.
     "CONCURRENT_REQUESTS": 1,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
@@ -47,6 +49,9 @@ FLOAT_SETTINGS: dict[str, float] = {
     "ROBOTSTXT_MAX_CRAWL_DELAY": 0.0,
     "BACKOFF_DEFAULT_DELAY": 0.0,
     "BACKOFF_MAX_DELAY": 0.0,
+    "TOPIC_THRESHOLD": 0.0,
+    "TOPIC_TITLE_WEIGHT": 0.0,
+    "TOPIC_BODY_WEIGHT": 0.0,
     "DOWNLOAD_TIMEOUT": 0.001,
 }
 BOOL_SETTINGS = (
@@ -56,6 +61,9 @@ BOOL_SETTINGS = (
     "ROBOTS_META_OBEY",
     "ROBOTS_REL_NOFOLLOW_OBEY",
     "DUPEFILTER_DEBUG",
+    "TOPIC_STORE_ALL",
+    "TOPIC_FOLLOW_ALL",
+    "TOPIC_BEST_FIRST",
 )
 
 
@@ -63,13 +71,18 @@ class ConfigError(ValueError):
     """A bad spider argument, setting or file, found before crawling."""
 
 
-def parse_seeds(value: str) -> list[str]:
-    """Seed URLs from ``URL[,URL...]`` or ``@file`` (one URL a line, ``#`` comments)."""
+def parse_list(value: str, what: str) -> list[str]:
+    """Items from ``A,B,...`` (also split on the Chinese commas ``，`` and ``、``) or from
+    ``@file``, one a line with ``#`` comments."""
     value = value.strip()
     if value.startswith("@"):
-        candidates = _read_seed_file(Path(value[1:]))
-    else:
-        candidates = [part.strip() for part in value.split(",") if part.strip()]
+        return _read_list_file(Path(value[1:]), what)
+    return [part.strip() for part in re.split(r"[,，、]", value) if part.strip()]
+
+
+def parse_seeds(value: str) -> list[str]:
+    """Seed URLs from ``URL[,URL...]`` or ``@file`` (one URL a line, ``#`` comments)."""
+    candidates = parse_list(value, "seed")
     if not candidates:
         raise ConfigError("no seed URLs given: use -a seeds=URL[,URL...] or -a seeds=@file")
     seeds: dict[str, None] = {}
@@ -81,11 +94,11 @@ def parse_seeds(value: str) -> list[str]:
     return list(seeds)
 
 
-def _read_seed_file(path: Path) -> list[str]:
+def _read_list_file(path: Path, what: str) -> list[str]:
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read seed file {str(path)!r}: {exc}") from None
+        raise ConfigError(f"cannot read {what} file {str(path)!r}: {exc}") from None
     # "#" starts a comment at the start of a line or after white space; inside a URL
     # it is a fragment.
     return [line for line in (re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip() for raw in lines) if line]

@@ -16,7 +16,8 @@ class PageItem:
     fetched_at: str
     text: str
     emails: list[str] = field(default_factory=list)
-    relevance: float | None = None
+    relevance: float | None = None  # the topic score A; None without a topic
+    relevant: bool | None = None  # relevance >= TOPIC_THRESHOLD; not stored
     content_type: str = ""
     encoding: str = ""
     content_length: int = 0

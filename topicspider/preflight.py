@@ -11,18 +11,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from topicspider.config import ConfigError, check_typed_settings
+from topicspider.focus import check_topic_settings
 from topicspider.storage import open_store
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 
-def check_settings(settings: BaseSettings) -> None:
-    """Raise :class:`~topicspider.config.ConfigError` for the first bad setting."""
+def check_settings(settings: BaseSettings, database: bool = True) -> None:
+    """Raise :class:`~topicspider.config.ConfigError` for the first bad setting; the
+    database is opened too unless ``database`` is false."""
     check_typed_settings(settings)
-    for name in ("CRAWL_LOG", "STATS_FILE"):
+    check_topic_settings(settings)
+    for name in ("CRAWL_LOG", "STATS_FILE", "TOPIC_TRAIN_OUTPUT"):
         _check_writable(name, settings.get(name) or "")
-    open_store(settings.get("DATABASE_URL") or "").close()
+    if database:
+        open_store(settings.get("DATABASE_URL") or "").close()
 
 
 def _check_writable(name: str, path: str) -> None:

@@ -36,3 +36,10 @@ async def in_thread(pool: ThreadPool, function: Callable[..., T], *args: Any) ->
     from twisted.internet import reactor
 
     return await maybe_deferred_to_future(deferToThreadPool(reactor, pool, function, *args))
+
+
+async def to_thread(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` on the reactor's shared thread pool, awaited from the reactor."""
+    from twisted.internet import reactor
+
+    return await in_thread(reactor.getThreadPool(), function, *args)

@@ -18,11 +18,16 @@ def project_env() -> dict[str, str]:
     return {**os.environ, "SCRAPY_SETTINGS_MODULE": "topicspider.settings", "PYTHONPATH": path}
 
 
-def crawl_command(seeds: str, depth: int | str | None = None, settings: dict[str, object] | None = None) -> list[str]:
-    """``python -m scrapy crawl topic`` with ``-a`` and ``-s`` options."""
+def crawl_command(
+    seeds: str, depth: int | str | None = None, settings: dict[str, object] | None = None, **arguments: str
+) -> list[str]:
+    """``python -m scrapy crawl topic`` with ``-a`` (``seeds``, ``depth`` and any other
+    spider ``arguments``) and ``-s`` options."""
     command = [sys.executable, "-m", "scrapy", "crawl", "topic", "-a", f"seeds={seeds}"]
     if depth is not None:
         command += ["-a", f"depth={depth}"]
+    for name, value in arguments.items():
+        command += ["-a", f"{name}={value}"]
     for name, value in (settings or {}).items():
         command += ["-s", f"{name}={value}"]
     return command

@@ -13,7 +13,7 @@ go ahead:
   Its links then reach a page first at depth d+2 that is really d+1 links away, and
   the depth limit cuts that page's own links. So a site's depth d+1 requests wait
   until no request of depth <= d of that site is queued, downloading or being parsed
-  (``SCHEDULER_LEVEL_SYNC``, on by default).
+  (``SCHEDULER_LEVEL_SYNC``, on by default; off under ``TOPIC_BEST_FIRST``).
 * **Host.** Scrapy's downloader waits out each host's delay with the requests it has
   been given in that host's queue, where they count against ``CONCURRENT_REQUESTS``:
   a slow, delayed or backed-off host would fill the downloader and stall every other
@@ -61,7 +61,10 @@ class FrontierScheduler(Scheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
         scheduler = super().from_crawler(crawler)
-        scheduler.level_sync = get_bool(crawler.settings, "SCHEDULER_LEVEL_SYNC")
+        # Best-first order crosses levels on purpose: the barrier would undo it.
+        scheduler.level_sync = get_bool(crawler.settings, "SCHEDULER_LEVEL_SYNC") and not get_bool(
+            crawler.settings, "TOPIC_BEST_FIRST"
+        )
         scheduler.default_delay = crawler.settings.getfloat("DOWNLOAD_DELAY")
         scheduler.max_held = get_int(crawler.settings, "SCHEDULER_MAX_HELD")
         scheduler.waiting = Counter()  # (site, depth) -> requests queued or held
@@ -180,7 +183,8 @@ class FrontierScheduler(Scheduler):
         shallowest = self._shallowest_active() if self.level_sync else {}
         busy = self._busy_hosts()
         for host, requests in self.held.items():
-            # A host's line is kept shallowest first, so its head is the one to try.
+            # A host's line is kept in priority order (shallowest first when breadth-first),
+            # so its head is the one to try.
             if host not in busy and self._level_allows(requests[0], shallowest):
                 request = requests.popleft()
                 if not requests:
@@ -210,9 +214,8 @@ class FrontierScheduler(Scheduler):
 
     def _hold(self, host: str, request: Request) -> None:
         requests = self.held.setdefault(host, deque())
-        depth = request.meta.get("depth", 0)
         index = len(requests)
-        while index and requests[index - 1].meta.get("depth", 0) > depth:
+        while index and requests[index - 1].priority < request.priority:
             index -= 1
         requests.insert(index, request)
         self.held_count += 1

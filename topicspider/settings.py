@@ -51,6 +51,7 @@ DOWNLOADER_MIDDLEWARES = {
     "topicspider.middlewares.pacing.PacingMiddleware": 950,
 }
 ITEM_PIPELINES = {
+    "topicspider.pipelines.relevance.RelevancePipeline": 300,
     "topicspider.pipelines.storage.StoragePipeline": 800,
 }
 EXTENSIONS = {
@@ -84,5 +85,16 @@ BACKOFF_MAX_DELAY = 600.0
 DATABASE_URL = "sqlite:///topicspider.db"
 STORAGE_BATCH_SIZE = 100
 STORAGE_FLUSH_INTERVAL = 2.0
+TOPIC_THRESHOLD = 0.6  # the best mean F1 in bench/bench_topic.py, see README
+TOPIC_TITLE_WEIGHT = 4.0
+TOPIC_BODY_WEIGHT = 1.0
+TOPIC_TOP_K = 100
+TOPIC_MAX_CHARS = 10_000
+TOPIC_SEGMENTER = "jieba"
+TOPIC_USER_DICT = ""
+TOPIC_STORE_ALL = False
+TOPIC_FOLLOW_ALL = False
+TOPIC_BEST_FIRST = False
+TOPIC_TRAIN_OUTPUT = ""
 CRAWL_LOG = "crawl.log"
 STATS_FILE = "stats.json"

@@ -4,3 +4,8 @@
 #: ``Crawl-delay`` or ``Request-rate``). Arguments: ``host`` (the downloader slot key,
 #: a host name), ``delay`` (seconds).
 host_delay_requested = object()
+
+#: The spider has read a page: ``response``, and ``relevance`` (a
+#: :class:`topicspider.topic.score.Relevance`, or None when there is no topic or the
+#: page is not HTML).
+page_scored = object()

@@ -1,15 +1,18 @@
 """``scrapy crawl``, with topicspider's checks run before the crawler starts.
 
 Overrides Scrapy's built-in command through ``COMMANDS_MODULE``. A bad spider argument,
-setting or database gets one line on stderr and exit status 2, before any request.
+setting or database gets one line on stderr and exit status 2, before any request. A
+crawl that ends for a reason in the spider's ``FAILED_REASONS`` (a topic that could not
+be built) exits with status 1.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
 
 from topicspider.config import ConfigError
 from topicspider.preflight import check_settings
@@ -19,20 +22,33 @@ if TYPE_CHECKING:
 
 
 class Command(ScrapyCrawlCommand):
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) == 1:
-            try:
-                self._preflight(args[0], opts.spargs)
-            except ConfigError as exc:
-                sys.stderr.write(f"topicspider: error: {exc}\n")
-                self.exitcode = 2
-                return
-        super().run(args, opts)
+    #: Passed to the spider's ``check_arguments``.
+    need_seeds = True
+    #: Whether the crawl stores pages, so that the database is checked first.
+    stores_pages = True
 
-    def _preflight(self, spider_name: str, spider_args: dict[str, str]) -> None:
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("give exactly one spider name")
+        try:
+            self._preflight(args[0], opts.spargs)
+        except ConfigError as exc:
+            sys.stderr.write(f"topicspider: error: {exc}\n")
+            self.exitcode = 2
+            return
+        assert self.crawler_process is not None
+        crawler = self._create_crawler(args[0])
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        reason = crawler.stats.get_value("finish_reason") if crawler.stats is not None else None
+        failed = getattr(crawler.spidercls, "FAILED_REASONS", frozenset())
+        if self.crawler_process.bootstrap_failed or reason in failed:
+            self.exitcode = 1
+
+    def _preflight(self, spider_name: str, spider_args: dict[str, Any]) -> None:
         assert self.crawler_process is not None and self.settings is not None
         spider_class = self.crawler_process.spider_loader.load(spider_name)
         check_arguments = getattr(spider_class, "check_arguments", None)
         if check_arguments is not None:
-            check_arguments(**spider_args)
-        check_settings(self.settings)
+            check_arguments(**spider_args, need_seeds=self.need_seeds)
+        check_settings(self.settings, database=self.stores_pages)

@@ -1,5 +1,8 @@
 """``python -m topicspider.demo``: serve the bundled sample site on localhost, crawl it
-with ``scrapy crawl topic``, and show what was stored and where.
+with ``scrapy crawl topic`` against a keyword topic, and show what was stored and where.
+
+The demo stores and follows every page (``TOPIC_STORE_ALL``, ``TOPIC_FOLLOW_ALL``) so
+that each page's score can be seen; a real crawl keeps only the relevant ones.
 
 Everything it writes goes to ``demo-output/`` in the working directory.
 """
@@ -11,10 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from topicspider.settings import TOPIC_THRESHOLD
 from topicspider.runner import REPO, crawl_command, project_env
 
 SITE = Path(__file__).resolve().parent / "site"
 OUTPUT = Path("demo-output")
+TOPIC = "电子表格,公式,单元格,试算表,spreadsheet,formula"
 
 
 def start_site() -> tuple[subprocess.Popen[str], str]:
@@ -34,18 +39,24 @@ def run_crawl(seed: str) -> int:
         # Polite even to ourselves, but quick enough for a demo.
         "DOWNLOAD_DELAY": "0.2",
         "LOG_LEVEL": "WARNING",
+        "TOPIC_STORE_ALL": "True",
+        "TOPIC_FOLLOW_ALL": "True",
     }
-    print(f"$ scrapy crawl topic -a seeds={seed} -a depth=3  (sample site served from {SITE})", flush=True)
-    return subprocess.run(crawl_command(seed, 3, settings), env=project_env(), check=False).returncode
+    print(f"$ scrapy crawl topic -a seeds={seed} -a depth=3 -a topic={TOPIC} -s TOPIC_STORE_ALL=True "
+          f"-s TOPIC_FOLLOW_ALL=True  (sample site served from {SITE})", flush=True)
+    command = crawl_command(seed, 3, settings, topic=TOPIC)
+    return subprocess.run(command, env=project_env(), check=False).returncode
 
 
 def show_results() -> None:
     with sqlite3.connect(OUTPUT / "topicspider.db") as db:
-        pages = db.execute("SELECT depth, url, title, encoding FROM pages ORDER BY depth, url").fetchall()
+        pages = db.execute("SELECT depth, url, title, encoding, relevance FROM pages ORDER BY depth, url").fetchall()
         emails = db.execute("SELECT DISTINCT email FROM emails ORDER BY email").fetchall()
-    print(f"\nStored pages ({len(pages)}):")
-    for depth, url, title, encoding in pages:
-        print(f"  [{depth}] {title}  <{url}>  ({encoding})")
+    threshold = TOPIC_THRESHOLD
+    print(f"\nStored pages ({len(pages)}), with their topic relevance (* = relevant, at least {threshold}):")
+    for depth, url, title, encoding, relevance in pages:
+        mark = "*" if relevance >= threshold else " "
+        print(f"  {mark} {relevance:4.2f} [{depth}] {title}  <{url}>  ({encoding})")
     print(f"\nE-mail addresses ({len(emails)}): " + ", ".join(email for (email,) in emails))
     print(f"\nData: {OUTPUT / 'topicspider.db'} (SQLite), fetch log {OUTPUT / 'crawl.log'}, "
           f"report {OUTPUT / 'stats.json'}")

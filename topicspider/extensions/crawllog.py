@@ -1,28 +1,42 @@
-"""The seeds' fetch log: one line per downloaded URL, ``timestamp<TAB>url<TAB>status<TAB>depth``.
+"""The seeds' fetch log, with the topic score: one line per downloaded URL,
+``timestamp<TAB>url<TAB>status<TAB>depth<TAB>relevance``.
 
 Enabled by ``topicspider.extensions.crawllog.CrawlLog`` in ``EXTENSIONS``; writes to
 ``CRAWL_LOG`` (appending; an empty value turns it off). Redirect hops and robots.txt
 fetches are downloads too and get their own lines; ``depth`` is ``-`` for the latter.
+``relevance`` is the page's topic score, ``-`` when nothing was scored (no topic, not
+HTML, an error status, a redirect). A page's line is written once the spider has read
+it, so that irrelevant pages, which are not stored, still show their score here.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import IO, TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from topicspider.signals import page_scored
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+
+    from topicspider.topic.score import Relevance
+
+# Lines waiting for their page's score beyond this many are written without it: a page
+# a middleware turned into another request (a meta refresh) is never scored.
+MAX_PENDING = 10_000
 
 
 class CrawlLog:
     def __init__(self, path: str) -> None:
         self.path = path
         self.file: IO[str] | None = None
+        self.pending: OrderedDict[str, list[str]] = OrderedDict()  # url -> fields of its lines
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlLog:
@@ -33,19 +47,43 @@ class CrawlLog:
         crawler.signals.connect(extension.open, signal=signals.spider_opened)
         crawler.signals.connect(extension.close, signal=signals.spider_closed)
         crawler.signals.connect(extension.log_response, signal=signals.response_downloaded)
+        crawler.signals.connect(extension.log_score, signal=page_scored)
         return extension
 
     def open(self) -> None:
         self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
 
     def log_response(self, response: Response, request: Request) -> None:
-        if self.file is None:
-            return
         timestamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-        depth = request.meta.get("depth", "-")
-        self.file.write(f"{timestamp}\t{response.url}\t{response.status}\t{depth}\n")
+        depth = request.meta.get("depth")
+        fields = f"{timestamp}\t{response.url}\t{response.status}\t{'-' if depth is None else depth}"
+        if depth is not None and 200 <= response.status < 300:
+            # A page for the spider: its line waits for its score.
+            self._flush_pending(MAX_PENDING - 1)
+            earlier = self.pending.pop(response.url, None)
+            if earlier is not None:  # the same URL again (dont_filter): keep both lines
+                self._write(earlier, None)
+            self.pending[response.url] = fields
+        else:
+            self._write(fields, None)
+
+    def log_score(self, response: Response, relevance: Relevance | None) -> None:
+        fields = self.pending.pop(response.url, None)
+        if fields is not None:
+            self._write(fields, relevance)
+
+    def _flush_pending(self, keep: int) -> None:
+        while len(self.pending) > keep:
+            _, fields = self.pending.popitem(last=False)
+            self._write(fields, None)
+
+    def _write(self, fields: str, relevance: Relevance | None) -> None:
+        if self.file is not None:
+            score = "-" if relevance is None else f"{relevance.score:.4f}"
+            self.file.write(f"{fields}\t{score}\n")
 
     def close(self) -> None:
+        self._flush_pending(0)
         if self.file is not None:
             self.file.close()
             self.file = None

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ERROR_PREFIXES = ("fetch/errors/",)
+HISTOGRAM_PREFIX = "topic/histogram/"
+HISTOGRAM_BAR = 40
 ERROR_KEYS = ("spider_exceptions/count", "storage/pages_failed")
 
 
@@ -47,9 +49,26 @@ def summarize(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
         "max_host_delay": stats.get("pacing/max_delay", 0.0),
         "backoffs": stats.get("backoff/count", 0),
         "backoff_seconds": round(stats.get("backoff/seconds", 0.0), 1),
+        **topic_summary(stats),
         "elapsed_seconds": round(elapsed, 3),
         "pages_per_second": round(fetched / elapsed, 2) if elapsed > 0 else 0.0,
         "finish_reason": stats.get("finish_reason", ""),
+    }
+
+
+def topic_summary(stats: dict[str, Any]) -> dict[str, Any]:
+    """Relevant and irrelevant pages, the harvest rate (relevant / scored) and the
+    histogram of scores by lower bound; empty without a topic."""
+    scored = stats.get("topic/scored", 0)
+    if not scored:
+        return {}
+    relevant = stats.get("topic/relevant", 0)
+    histogram = {key.rsplit("/", 1)[1]: count for key, count in stats.items() if key.startswith(HISTOGRAM_PREFIX)}
+    return {
+        "pages_relevant": relevant,
+        "pages_irrelevant": stats.get("topic/irrelevant", 0),
+        "harvest_rate": round(relevant / scored, 4),
+        "relevance_histogram": dict(sorted(histogram.items(), key=lambda pair: float(pair[0]))),
     }
 
 
@@ -58,7 +77,8 @@ class CrawlReport:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.path = crawler.settings.get("STATS_FILE") or ""
-        self.database_url = crawler.settings.get("DATABASE_URL") or ""
+        stores = any("StoragePipeline" in str(name) for name in crawler.settings.getwithbase("ITEM_PIPELINES"))
+        self.database_url = (crawler.settings.get("DATABASE_URL") or "") if stores else ""
         self.crawl_log = crawler.settings.get("CRAWL_LOG") or ""
         self.started = monotonic()
 
@@ -87,10 +107,24 @@ class CrawlReport:
 
     def _render(self, report: dict[str, Any]) -> str:
         lines = ["", "topicspider crawl report"]
-        lines += [f"  {key.replace('_', ' '):<24} {value}" for key, value in report.items()]
-        lines.append(f"  {'database':<24} {mask_url(self.database_url)}")
+        for key, value in report.items():
+            if key == "relevance_histogram":
+                lines += self._histogram(value)
+            else:
+                lines.append(f"  {key.replace('_', ' '):<24} {value}")
+        if self.database_url:
+            lines.append(f"  {'database':<24} {mask_url(self.database_url)}")
         if self.crawl_log:
             lines.append(f"  {'crawl log':<24} {self.crawl_log}")
         if self.path:
             lines.append(f"  {'stats file':<24} {self.path}")
         return "\n".join(lines) + "\n"
+
+    @staticmethod
+    def _histogram(histogram: dict[str, int]) -> list[str]:
+        lines = [f"  {'relevance histogram':<24} (score from, pages)"]
+        most = max(histogram.values(), default=1)
+        for bucket, count in histogram.items():
+            bar = "#" * max(1, round(HISTOGRAM_BAR * count / most))
+            lines.append(f"    {bucket:>6} {count:>8}  {bar}")
+        return lines

@@ -1,8 +1,14 @@
-"""The ``topic`` spider: breadth-first, same-site crawl from seed URLs.
+"""The ``topic`` spider: breadth-first, same-site crawl from seed URLs, focused on a topic.
 
-``scrapy crawl topic -a seeds=URL[,URL...]|@file -a depth=N``. Settings it reads:
-``URL_STRIP_TRAILING_SLASH``, ``EXTRACT_TEXT_MAX_CHARS``, ``ROBOTS_META_OBEY``,
-``ROBOTS_REL_NOFOLLOW_OBEY``. Stats: ``pages/fetched``, ``pages/not_html``,
+``scrapy crawl topic -a seeds=URL[,URL...]|@file -a depth=N
+[-a topic=WORD[,WORD...]|@file | -a train=URL_OR_PATH[,...]|@file]``. With a topic,
+every page is scored (:mod:`topicspider.topic.score`) and, by default, only a seed or a
+relevant page has its links followed. Settings it reads: ``URL_STRIP_TRAILING_SLASH``,
+``EXTRACT_TEXT_MAX_CHARS``, ``ROBOTS_META_OBEY``, ``ROBOTS_REL_NOFOLLOW_OBEY``,
+``TOPIC_THRESHOLD``, ``TOPIC_FOLLOW_ALL``, ``TOPIC_BEST_FIRST``, ``TOPIC_TRAIN_OUTPUT``
+and those of :mod:`topicspider.focus`. Stats: ``topic/scored``, ``topic/relevant``,
+``topic/irrelevant``, ``topic/histogram/<lower bound>``, ``topic/links_not_followed``,
+``topic/score_seconds``, ``pages/fetched``, ``pages/not_html``,
 ``links/insite``, ``links/offsite``, ``links/dropped/<reason>``,
 ``robots/meta_noindex``, ``robots/meta_nofollow``, ``robots/rel_nofollow``,
 ``extract/text_truncated``, ``extract/title_truncated``, ``fetch/errors/<reason>``,
@@ -11,23 +17,31 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timezone
+from pathlib import Path
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import scrapy
 from parsel import Selector
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from topicspider.config import ConfigError, get_bool, get_int, parse_depth, parse_seeds
-from topicspider.extract import base_url, extract_emails, extract_links, extract_text, extract_title, truncate
+from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds
+from topicspider.extract import RawLink, base_url, extract_emails, extract_links, extract_text, extract_title, truncate
+from topicspider.focus import TopicArguments, TopicBuilder, parse_topic_arguments
 from topicspider.items import PageItem
 from topicspider.middlewares.robots import RobotsUnreachable
+from topicspider.reactor_tools import to_thread
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives, token_from_settings
+from topicspider.signals import page_scored
+from topicspider.topic.lexicon import format_lexicon
+from topicspider.topic.score import Relevance, Topic
 from topicspider.urls import BadURL, canonical_url, has_public_suffix, non_page_reason, request_url, site_of
 
 if TYPE_CHECKING:
@@ -36,6 +50,9 @@ if TYPE_CHECKING:
 
 TITLE_MAX_CHARS = 1000
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# Best-first link priorities run from 0 to this; depth (DEPTH_PRIORITY) only breaks ties.
+PRIORITY_SCALE = 1000
+HISTOGRAM_STEP = 0.5
 
 
 def is_html(response: Response) -> bool:
@@ -50,24 +67,33 @@ def is_html(response: Response) -> bool:
 
 class TopicSpider(scrapy.Spider):
     name = "topic"
+    #: Finish reasons that make ``scrapy crawl`` exit non-zero.
+    FAILED_REASONS = frozenset({"topic_failed"})
 
-    def __init__(self, seeds: str = "", depth: str | int = 3, **kwargs: Any) -> None:
+    ARGUMENTS = ("seeds", "depth", "topic", "train")
+
+    def __init__(self, seeds: str = "", depth: str | int = 3, topic: str = "", train: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.seed_urls = parse_seeds(seeds)
+        self.topic_arguments: TopicArguments = parse_topic_arguments(topic, train)
+        # Seeds may be left out only to train a topic (``scrapy topic-train``).
+        self.seed_urls = parse_seeds(seeds) if seeds.strip() or not self.topic_arguments.samples else []
         self.max_depth = parse_depth(depth)
-
-    ARGUMENTS = ("seeds", "depth")
+        self.topic: Topic | None = None
 
     @classmethod
-    def check_arguments(cls, seeds: str = "", depth: str | int = 3, **others: Any) -> None:
+    def check_arguments(
+        cls, seeds: str = "", depth: str | int = 3, topic: str = "", train: str = "", *, need_seeds: bool = True, **others: Any
+    ) -> None:
         """Raise :class:`~topicspider.config.ConfigError` for bad ``-a`` arguments."""
         # Names starting with "_" are the job server's (scrapyd passes _job).
         unknown = sorted(name for name in others if not name.startswith("_"))
         if unknown:
             known = ", ".join(cls.ARGUMENTS)
             raise ConfigError(f"unknown spider argument {unknown[0]!r} (known: {known})")
-        parse_seeds(seeds)
+        if need_seeds or seeds.strip():
+            parse_seeds(seeds)
         parse_depth(depth)
+        parse_topic_arguments(topic, train)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TopicSpider:
@@ -78,14 +104,43 @@ class TopicSpider(scrapy.Spider):
         spider.obey_meta_robots = get_bool(settings, "ROBOTS_META_OBEY")
         spider.obey_rel_nofollow = get_bool(settings, "ROBOTS_REL_NOFOLLOW_OBEY")
         spider.robots_token = token_from_settings(settings)
+        spider.threshold = get_float(settings, "TOPIC_THRESHOLD")
+        spider.follow_all = get_bool(settings, "TOPIC_FOLLOW_ALL")
+        spider.best_first = get_bool(settings, "TOPIC_BEST_FIRST")
+        spider.train_output = settings.get("TOPIC_TRAIN_OUTPUT") or ""
+        if spider.train_output and not spider.topic_arguments.samples:
+            raise ConfigError("TOPIC_TRAIN_OUTPUT needs training samples: -a train=URL_OR_PATH[,...]")
+        if not spider.seed_urls and not spider.train_output:
+            raise ConfigError("no seed URLs given: use -a seeds=URL[,URL...] or -a seeds=@file")
+        spider.topic_builder = TopicBuilder(crawler, spider.topic_arguments) if spider.topic_arguments.wanted else None
         # Load the Public Suffix List now: loading it at the first e-mail or domain
         # check would stall the reactor for ~70 ms in the middle of the crawl.
         has_public_suffix("example.com")
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
+        if self.topic_builder is not None:
+            await self._prepare_topic()
+        if self.train_output:
+            return
         for url in self.seed_urls:
             yield self._request(url, site_of(url), depth=0)
+
+    async def _prepare_topic(self) -> None:
+        """Build the topic before any seed is requested; a bad one ends the crawl."""
+        assert self.topic_builder is not None
+        try:
+            self.topic = await self.topic_builder.build()
+            if self.train_output:
+                await to_thread(self._save_lexicon, self.topic, Path(self.train_output))
+        except (ConfigError, OSError) as exc:
+            self.logger.error("topicspider: error: %s", exc)
+            raise CloseSpider("topic_failed") from None
+
+    def _save_lexicon(self, topic: Topic, path: Path) -> None:
+        header = [f"topicspider topic, trained from {len(self.topic_arguments.samples)} samples", "term<TAB>weight"]
+        path.write_text(format_lexicon(topic.lexicon, header), encoding="utf-8")
+        self.logger.info("Topic of %d terms written to %s", len(topic.lexicon), path)
 
     def _request(self, url: str, site: str, **meta: Any) -> Request:
         return Request(url, callback=self.parse, errback=self.on_error, meta={"site": site, **meta})
@@ -103,19 +158,45 @@ class TopicSpider(scrapy.Spider):
             site = site_of(response.url)
         if not is_html(response):
             self._count("pages/not_html")
+            self._scored(response, None)
             return
         # Not response.selector: it resolves <base href> eagerly and a malformed one
         # ("http://[oops") would raise and lose the page.
         root = Selector(text=response.text, type="html", base_url=response.url).root
         directives = self._robots_directives(response, root)
+        item = self._page_item(response, root, depth)
+        relevance = self._score(item)
+        self._scored(response, relevance)
         if NOINDEX in directives:
             self._count("robots/meta_noindex")
         else:
-            yield self._page_item(response, root, depth)
+            yield item
         if NOFOLLOW in directives:
             self._count("robots/meta_nofollow")
             return
-        yield from self._follow(response, root, site, depth)
+        if depth > 0 and not self.follow_all and item.relevant is False:
+            self._count("topic/links_not_followed")
+            return
+        yield from self._follow(response, root, site, depth, relevance)
+
+    def _score(self, item: PageItem) -> Relevance | None:
+        """Score the page against the topic, if there is one, and mark the item."""
+        if self.topic is None:
+            return None
+        started = perf_counter()
+        relevance = self.topic.relevance(item.title, item.text)
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value("topic/score_seconds", perf_counter() - started)
+        item.relevance = round(relevance.score, 6)
+        item.relevant = relevance.score >= self.threshold
+        self._count("topic/scored")
+        self._count("topic/relevant" if item.relevant else "topic/irrelevant")
+        bucket = math.floor(relevance.score / HISTOGRAM_STEP) * HISTOGRAM_STEP
+        self._count(f"topic/histogram/{bucket:.1f}")
+        return relevance
+
+    def _scored(self, response: Response, relevance: Relevance | None) -> None:
+        self.crawler.signals.send_catch_log(page_scored, response=response, relevance=relevance)
 
     def _robots_directives(self, response: HtmlResponse, root: Any) -> set[str]:
         """``noindex``/``nofollow`` from the page's robots meta tags and X-Robots-Tag."""
@@ -145,7 +226,7 @@ class TopicSpider(scrapy.Spider):
             content_length=len(response.body),
         )
 
-    def _follow(self, response: HtmlResponse, root: Any, site: str, depth: int) -> Iterator[Request]:
+    def _follow(self, response: HtmlResponse, root: Any, site: str, depth: int, relevance: Relevance | None) -> Iterator[Request]:
         links, malformed = extract_links(root, base_url(root, response.url))
         counts: Counter[str] = Counter({"links/dropped/malformed": malformed} if malformed else {})
         seen: set[str] = set()
@@ -171,10 +252,21 @@ class TopicSpider(scrapy.Spider):
                 continue
             counts["links/insite"] += 1
             if depth < self.max_depth:
-                yield self._request(url, site)
+                request = self._request(url, site)
+                if self.best_first and self.topic is not None and relevance is not None:
+                    request.priority = self._link_priority(relevance, link)
+                yield request
         # One stats call per key and page, not per link.
         for key, count in counts.items():
             self._count(key, count)
+
+    def _link_priority(self, parent: Relevance, link: RawLink) -> int:
+        """Best-first: half the parent's relevance (as a share of the highest possible),
+        half the anchor text's similarity to the topic."""
+        assert self.topic is not None
+        parent_share = min(parent.score / self.topic.max_score, 1.0)
+        anchor = self.topic.similarity(link.text)
+        return round(PRIORITY_SCALE * (parent_share + anchor) / 2)
 
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]

@@ -1,0 +1,224 @@
+"""Topic-focused crawls: scoring, storing, following, training and bad topics, with
+real ``scrapy crawl`` runs against a local site."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_project
+from topicspider.localsite import page_html
+
+KEYWORDS = "电子表格,公式,单元格"
+ON_TOPIC = "在电子表格里，公式引用单元格，单元格的值随公式更新。电子表格还能画图表。"
+OFF_TOPIC = "今天的天气晴朗，适合去公园散步。明天多云，气温回升，周末可能下雨。"
+
+
+def write_site(root: Path, pages: dict[str, tuple[str, str, list[str]]]) -> None:
+    """``pages``: path -> (title, body, links)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for path, (title, body, links) in pages.items():
+        (root / path).write_text(page_html(title, body, links), encoding="utf-8")
+
+
+@pytest.fixture
+def mixed_site(tmp_path: Path) -> Path:
+    """An off-topic seed linking to an on-topic and an off-topic page, each with a child."""
+    root = tmp_path / "site"
+    write_site(root, {
+        "index.html": ("首页", OFF_TOPIC, ["on.html", "off.html", "notes"]),
+        "on.html": ("电子表格教程", ON_TOPIC, ["on-child.html"]),
+        "off.html": ("天气预报", OFF_TOPIC, ["off-child.html"]),
+        "on-child.html": ("公式与单元格", ON_TOPIC, []),
+        "off-child.html": ("电子表格的公式", ON_TOPIC, []),
+    })
+    # Plain text, on topic, but not an HTML page.
+    (root / "notes").write_text(ON_TOPIC, encoding="utf-8")
+    (root / "notes.headers").write_text("Content-Type: text/plain; charset=utf-8\n")
+    return root
+
+
+def crawl_log(workdir: Path) -> dict[str, str]:
+    """Page path -> the relevance column of its crawl-log line."""
+    fields = [line.split("\t") for line in (workdir / "crawl.log").read_text("utf-8").splitlines()]
+    return {url.split("/", 3)[3]: score for _, url, _, depth, score in fields if depth != "-"}
+
+
+def test_focused_crawl_stores_relevant_pages_and_follows_only_their_links(mixed_site, serve, crawl):
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", depth=3, topic=KEYWORDS)
+
+    assert result.returncode == 0, result.stderr
+    stored = dict(result.rows("SELECT url, relevance FROM pages"))
+    assert set(stored) == {f"{site.url}/on.html", f"{site.url}/on-child.html"}
+    assert all(score >= 1.0 for score in stored.values())
+    # The off-topic page's child is on topic, but its parent's links were not followed;
+    # the off-topic seed was expanded all the same.
+    assert "/off-child.html" not in site.paths()
+    assert {"/on.html", "/off.html", "/on-child.html"} <= set(site.paths())
+    scores = crawl_log(result.workdir)
+    assert float(scores["off.html"]) == 0.0 and float(scores[""]) == 0.0
+    assert float(scores["on.html"]) == pytest.approx(stored[f"{site.url}/on.html"], abs=1e-4)
+    assert scores["notes"] == "-"  # not HTML: not scored, no error
+    stats = result.stats
+    assert stats["topic/scored"] == 4 and stats["topic/relevant"] == 2 and stats["topic/irrelevant"] == 2
+    assert stats["topic/dropped_irrelevant"] == 2 and stats["topic/links_not_followed"] == 1
+    assert "spider_exceptions/count" not in stats
+    report = result.report
+    assert report["harvest_rate"] == 0.5 and report["pages_relevant"] == 2
+    assert sum(report["relevance_histogram"].values()) == 4
+    assert report["relevance_histogram"]["0.0"] == 2
+    assert "relevance histogram" in result.stdout and "harvest rate" in result.stdout
+
+
+def test_store_all_and_follow_all(mixed_site, serve, crawl):
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", depth=3, topic=KEYWORDS, settings={"TOPIC_STORE_ALL": True, "TOPIC_FOLLOW_ALL": True})
+
+    stored = dict(result.rows("SELECT url, relevance FROM pages"))
+    assert len(stored) == 5
+    assert stored[f"{site.url}/off.html"] == 0.0 and stored[f"{site.url}/off-child.html"] > 1.0
+    assert "/off-child.html" in site.paths()
+
+
+def test_without_a_topic_every_page_is_stored_and_followed(mixed_site, serve, crawl):
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", depth=3)
+
+    relevances = dict(result.rows("SELECT url, relevance FROM pages"))
+    assert len(relevances) == 5 and set(relevances.values()) == {None}
+    assert "topic/scored" not in result.stats and "harvest_rate" not in result.report
+
+
+def test_empty_page_scores_zero(tmp_path, serve, crawl):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text('<html><body><a href="empty.html">x</a></body></html>')
+    (root / "empty.html").write_text("")
+    site = serve(root)
+    result = crawl(site.url + "/", depth=1, topic=KEYWORDS, settings={"TOPIC_STORE_ALL": True})
+
+    assert result.returncode == 0
+    assert dict(result.rows("SELECT url, relevance FROM pages"))[f"{site.url}/empty.html"] == 0.0
+    assert "spider_exceptions/count" not in result.stats
+
+
+def test_topic_file_with_weights(mixed_site, serve, crawl, tmp_path):
+    topic = tmp_path / "topic.txt"
+    topic.write_text("# spreadsheets\n电子表格 3\n公式 1\n", encoding="utf-8")
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", depth=1, topic=f"@{topic}")
+
+    assert set(result.pages()) == {f"{site.url}/on.html"}
+
+
+def test_train_from_urls_and_files_then_crawl(mixed_site, serve, crawl, tmp_path):
+    sample = tmp_path / "sample.html"
+    sample.write_text(page_html("单元格格式", ON_TOPIC, []), encoding="utf-8")
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", depth=3, train=f"{site.url}/on-child.html,{sample}")
+
+    assert result.returncode == 0, result.stderr
+    assert set(result.pages()) == {f"{site.url}/on.html", f"{site.url}/on-child.html"}
+    # The sample was fetched before the seed, through robots.txt.
+    paths = site.paths(robots=True)
+    assert paths.index("/robots.txt") < paths.index("/on-child.html") < paths.index("/")
+
+
+def test_topic_train_command_writes_a_topic_file_the_crawl_reuses(mixed_site, serve, tmp_path, crawl):
+    site = serve(mixed_site)
+    output = tmp_path / "topic.txt"
+    done = run_project(
+        [*_scrapy(), "topic-train", "-a", f"train={site.url}/on.html,{site.url}/on-child.html", "-o", str(output),
+         "-s", "DOWNLOAD_DELAY=0", "-s", "TOPIC_TOP_K=5"],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in output.read_text("utf-8").splitlines() if not line.startswith("#")]
+    terms = [line.split("\t")[0] for line in lines]
+    assert len(terms) == 5 and {"电子表格", "公式", "单元格"} <= set(terms)
+    assert not (tmp_path / "topicspider.db").exists()
+    assert set(site.paths()) == {"/on.html", "/on-child.html"}
+
+    result = crawl(site.url + "/", depth=3, topic=f"@{output}")
+    assert set(result.pages()) == {f"{site.url}/on.html", f"{site.url}/on-child.html"}
+
+
+def _scrapy() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "scrapy"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"topic": "@missing.txt"}, "cannot read topic file 'missing.txt'"),
+        ({"topic": " ，, "}, "no topic keywords given"),
+        ({"topic": "a", "train": "b"}, "give -a topic or -a train, not both"),
+        ({"train": "nowhere.html"}, "training sample 'nowhere.html' is neither an http(s) URL nor a readable file"),
+    ],
+)
+def test_bad_topics_stop_before_any_request(mixed_site, serve, crawl, arguments, message):
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", **arguments)
+
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith(f"topicspider: error: {message}")
+    assert site.requests() == []
+
+
+def test_empty_topic_file_is_refused(mixed_site, serve, crawl, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n")
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", topic=f"@{empty}")
+
+    assert result.returncode == 2 and "holds no terms" in result.stderr
+    assert site.requests() == []
+
+
+@pytest.mark.parametrize(("setting", "value"), [("TOPIC_SEGMENTER", "hanlp"), ("TOPIC_THRESHOLD", "-1"),
+                                                ("TOPIC_USER_DICT", "/no/such/dict.txt")])
+def test_bad_topic_settings_stop_before_any_request(mixed_site, serve, crawl, setting, value):
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", topic=KEYWORDS, settings={setting: value})
+
+    assert result.returncode == 2 and setting in result.stderr.strip().splitlines()[-1]
+    assert site.requests() == []
+
+
+def test_training_page_that_cannot_be_fetched_ends_the_crawl_before_the_seeds(mixed_site, serve, crawl):
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", train=f"{site.url}/missing.html")
+
+    assert result.returncode == 1
+    assert f"training sample {site.url}/missing.html could not be read: HTTP 404" in result.stderr
+    assert "/" not in site.paths() and "/index.html" not in site.paths()
+    assert result.report["finish_reason"] == "topic_failed"
+
+
+def test_best_first_fetches_the_on_topic_link_first(tmp_path, serve, crawl):
+    root = tmp_path / "site"
+    off = [f"off{i}.html" for i in range(12)]
+    pages = {"index.html": ("电子表格", ON_TOPIC, [*off, "on.html"]), "on.html": ("公式", ON_TOPIC, [])}
+    pages.update({name: ("天气", OFF_TOPIC, []) for name in off})
+    write_site(root, pages)
+    # The anchor text is what tells the links apart.
+    index = (root / "index.html").read_text("utf-8").replace(">link to on.html<", ">电子表格公式单元格<")
+    (root / "index.html").write_text(index, encoding="utf-8")
+    site = serve(root)
+    settings = {"CONCURRENT_REQUESTS": 1, "TOPIC_FOLLOW_ALL": True}
+
+    breadth_first = crawl(site.url + "/", depth=1, topic=KEYWORDS, settings=settings)
+    order = [path for path in site.paths() if path.endswith(".html")]
+    assert order[-1] == "/on.html"
+    log = site.log_path.read_text()
+    site.log_path.write_text("")
+    best_first = crawl(site.url + "/", depth=1, topic=KEYWORDS, settings={**settings, "TOPIC_BEST_FIRST": True})
+    order = [path for path in site.paths() if path.endswith(".html")]
+    assert breadth_first.returncode == best_first.returncode == 0 and log
+    assert order.index("/on.html") <= 1, order
+    assert len(order) == 13

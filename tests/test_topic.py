@@ -1,0 +1,175 @@
+"""Topic relevance without a crawler: segmentation, lexicons, training and scoring."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import pytest
+
+from topicspider.config import ConfigError
+from topicspider.topic.lexicon import (
+    Lexicon,
+    format_lexicon,
+    keywords_lexicon,
+    parse_lexicon,
+    read_lexicon,
+    train_lexicon,
+)
+from topicspider.topic.score import Topic, cosine
+from topicspider.topic.segment import Segmenter, read_user_dict
+
+
+@pytest.fixture(scope="module")
+def segmenter() -> Segmenter:
+    segmenter = Segmenter()
+    segmenter.load()
+    return segmenter
+
+
+def test_terms_are_lower_cased_words_without_stopwords_numbers_or_punctuation(segmenter):
+    terms = segmenter.terms("我们使用 Python 和 Excel 的公式来计算。The quick brown fox, 2024 年！")
+    assert terms == ["python", "excel", "公式", "计算", "quick", "brown", "fox"]
+
+
+def test_empty_and_symbol_only_text_have_no_terms(segmenter):
+    assert segmenter.terms("") == []
+    assert segmenter.terms("！？。，…… 12345 --- ==>") == []
+
+
+def test_words_to_keep_are_never_split_or_dropped():
+    plain = Segmenter()
+    plain.load()
+    assert "云原生平台" not in plain.terms("我们的云原生平台很好")
+    keeping = Segmenter(keep=["云原生平台", "C"])
+    keeping.load()
+    terms = keeping.terms("我们的云原生平台很好，用 C 写的")
+    assert "云原生平台" in terms and "c" in terms
+
+
+def test_user_dictionary_lines(tmp_path):
+    path = tmp_path / "dict.txt"
+    path.write_text("# comment\n云原生平台 10 n\n\n边缘计算\n", encoding="utf-8")
+    assert read_user_dict(path) == ["云原生平台", "边缘计算"]
+    with pytest.raises(ConfigError, match="cannot read TOPIC_USER_DICT"):
+        read_user_dict(tmp_path / "missing.txt")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("rjieba") is None, reason="rjieba is not installed")
+def test_rjieba_gives_the_same_terms_as_jieba(segmenter):
+    fast = Segmenter("rjieba")
+    text = "在电子表格里，公式引用单元格；数据透视表汇总销售数据。Spreadsheet formulas reference cells."
+    assert fast.terms(text) == segmenter.terms(text)
+
+
+def test_unknown_segmenter_is_refused():
+    with pytest.raises(ConfigError, match="TOPIC_SEGMENTER must be one of jieba, rjieba, got 'hanlp'"):
+        Segmenter("hanlp")
+
+
+def test_lexicon_file_format():
+    lexicon = parse_lexicon("# a topic\n电子表格 2.5\n\n公式\t1\nExcel 0.5\n公式 1\n", "t.txt")
+    assert lexicon.weights == {"电子表格": 2.5, "公式": 2.0, "excel": 0.5}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "holds no terms"),
+        ("# only a comment\n\n", "holds no terms"),
+        ("公式 heavy\n", "t.txt:1: weight must be a number, got 'heavy'"),
+        ("公式 1\n单元格 0\n", "t.txt:2: weight must be a positive number, got '0'"),
+        ("公式 -1\n", "weight must be a positive number"),
+        ("公式 nan\n", "weight must be a positive number"),
+        ("数据 透视 表 1\n", "t.txt:1: expected 'term weight'"),
+    ],
+)
+def test_bad_lexicon_files_are_refused(text, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_lexicon(text, "t.txt")
+
+
+def test_unreadable_lexicon_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read topic file"):
+        read_lexicon(tmp_path / "missing.txt")
+    (tmp_path / "binary.txt").write_bytes(b"\xff\xfe\x00garbage\xff")
+    with pytest.raises(ConfigError, match="cannot read topic file"):
+        read_lexicon(tmp_path / "binary.txt")
+
+
+def test_keyword_lexicon():
+    assert keywords_lexicon(["电子表格", " Excel ", ""]).weights == {"电子表格": 1.0, "excel": 1.0}
+    with pytest.raises(ConfigError, match="no topic keywords"):
+        keywords_lexicon([" ", ""])
+    with pytest.raises(ConfigError, match="holds a space"):
+        keywords_lexicon(["pivot table"])
+
+
+def test_training_weight_is_average_tf_times_the_document_frequency_factor():
+    documents = [["a", "a", "b", "c"], ["a", "b"], ["a", "d", "d", "d"]]
+    lexicon = train_lexicon(documents, top_k=10)
+    total = 3
+    floor = 1 / math.log(total + 1)
+
+    def expected(tfs: list[float], df: int) -> float:
+        return (sum(tfs) / total) / (math.log(total / df) + floor)
+
+    assert lexicon.weights["a"] == pytest.approx(expected([2 / 4, 1 / 2, 1 / 4], 3))
+    assert lexicon.weights["b"] == pytest.approx(expected([1 / 4, 1 / 2], 2))
+    assert lexicon.weights["d"] == pytest.approx(expected([3 / 4], 1))
+    # A term in every sample beats a term as frequent overall that is in one sample.
+    assert lexicon.weights["a"] > lexicon.weights["d"]
+
+
+def test_training_keeps_the_top_k_terms_deterministically():
+    documents = [["x", "y", "z", "w"], ["x", "y", "z", "w"]]
+    assert list(train_lexicon(documents, top_k=2).weights) == ["w", "x"]
+    assert train_lexicon(documents, top_k=2) == train_lexicon(list(reversed(documents)), top_k=2)
+
+
+def test_training_from_one_sample_is_defined():
+    lexicon = train_lexicon([["a", "b", "a"]], top_k=5)
+    assert lexicon.weights["a"] == pytest.approx(2 / 3 * math.log(2))
+
+
+def test_training_without_words_is_an_error():
+    with pytest.raises(ConfigError, match="no words to learn"):
+        train_lexicon([[], []], top_k=5)
+
+
+def test_saved_lexicon_reads_back():
+    lexicon = Lexicon({"电子表格": 0.123456, "公式": 2.0, "excel": 0.5})
+    text = format_lexicon(lexicon, ["trained from 3 samples"])
+    assert text.startswith("# trained from 3 samples\n公式\t2\n")
+    assert parse_lexicon(text, "saved").weights == pytest.approx(lexicon.weights, rel=1e-5)
+
+
+def test_cosine_counts_only_topic_terms():
+    lexicon = Lexicon({"a": 3.0, "b": 4.0})
+    assert cosine(["a", "b", "zzz"], lexicon) == pytest.approx((3 + 4) / (math.sqrt(2) * 5))
+    assert cosine(["b", "b"], lexicon) == pytest.approx(4 / 5)
+    assert cosine(["zzz"], lexicon) == 0.0
+    assert cosine([], lexicon) == 0.0
+
+
+def test_relevance_is_title_weight_times_b_plus_body_weight_times_c(segmenter):
+    topic = Topic(keywords_lexicon(["电子表格", "公式", "单元格"]), segmenter)
+    relevance = topic.relevance("电子表格入门", "在电子表格里，公式引用单元格。")
+    assert relevance.title == pytest.approx(1 / math.sqrt(3))
+    assert relevance.body == pytest.approx(1.0)
+    assert relevance.score == pytest.approx(4 / math.sqrt(3) + 1)
+    weighted = Topic(topic.lexicon, segmenter, title_weight=1.0, body_weight=2.0)
+    assert weighted.relevance("电子表格入门", "在电子表格里，公式引用单元格。").score == pytest.approx(1 / math.sqrt(3) + 2)
+
+
+def test_off_topic_and_empty_pages_score_zero(segmenter):
+    topic = Topic(keywords_lexicon(["电子表格", "公式"]), segmenter)
+    assert topic.relevance("今日天气", "明天多云转晴，气温回升。").score == 0.0
+    assert topic.relevance("", "").score == 0.0
+
+
+def test_only_the_first_max_chars_are_segmented(segmenter):
+    topic = Topic(keywords_lexicon(["电子表格"]), segmenter, max_chars=100)
+    filler = "天气晴朗。" * 40  # 200 characters
+    assert topic.relevance("", "电子表格" + filler).body == 1.0
+    assert topic.relevance("", filler + "电子表格").body == 0.0

@@ -1,0 +1,113 @@
+"""A topic as a weighted term list: read from a file, given as keywords, or trained
+from sample pages. No Scrapy dependency.
+
+Training weight of term *t* over *N* sample documents, *t* found in *n* of them::
+
+    w(t) = avg_tf(t) / (ln(N / n) + 1 / ln(N + 1))
+
+``avg_tf`` is the mean over all *N* samples of ``count(t, d) / len(d)``. The divisor is
+the seeds' document-frequency factor ``1 / (log(nDoc/ni) + 1/log(nDoc-1))`` with
+``nDoc - 1`` replaced by ``N + 1``, so that it is defined for one or two samples: a term
+in every sample gets its average TF times ``ln(N + 1)``, a term in fewer samples less.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from topicspider.config import ConfigError
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """Term -> positive weight. Terms are lower-case single words."""
+
+    weights: dict[str, float]
+
+    def __post_init__(self) -> None:
+        if not self.weights:
+            raise ConfigError("the topic has no terms")
+
+    @property
+    def norm(self) -> float:
+        return math.sqrt(sum(weight * weight for weight in self.weights.values()))
+
+    def __len__(self) -> int:
+        return len(self.weights)
+
+
+def keywords_lexicon(keywords: Iterable[str]) -> Lexicon:
+    """Equal weights for inline keywords (``-a topic=电子表格,公式,单元格``)."""
+    terms = [keyword.strip().lower() for keyword in keywords if keyword.strip()]
+    if not terms:
+        raise ConfigError("no topic keywords given: use -a topic=WORD[,WORD...] or -a topic=@file")
+    bad = next((term for term in terms if len(term.split()) > 1), None)
+    if bad is not None:
+        raise ConfigError(f"topic keyword {bad!r} holds a space: give one word per keyword")
+    return Lexicon(dict.fromkeys(terms, 1.0))
+
+
+def parse_lexicon(text: str, source: str) -> Lexicon:
+    """``term weight`` a line (weight 1 when left out); ``#`` starts a comment line."""
+    weights: dict[str, float] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) > 2:
+            raise ConfigError(f"{source}:{number}: expected 'term weight', got {line.strip()!r}")
+        weight = _weight(fields[1], source, number) if len(fields) == 2 else 1.0
+        weights[fields[0].lower()] = weights.get(fields[0].lower(), 0.0) + weight
+    if not weights:
+        raise ConfigError(f"topic file {source!r} holds no terms")
+    return Lexicon(weights)
+
+
+def _weight(field: str, source: str, number: int) -> float:
+    try:
+        weight = float(field)
+    except ValueError:
+        raise ConfigError(f"{source}:{number}: weight must be a number, got {field!r}") from None
+    if not (weight > 0 and math.isfinite(weight)):
+        raise ConfigError(f"{source}:{number}: weight must be a positive number, got {field!r}")
+    return weight
+
+
+def read_lexicon(path: Path) -> Lexicon:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read topic file {str(path)!r}: {exc}") from None
+    return parse_lexicon(text, str(path))
+
+
+def train_lexicon(documents: Sequence[Sequence[str]], top_k: int) -> Lexicon:
+    """The ``top_k`` heaviest terms of the segmented sample ``documents`` (formula above)."""
+    documents = [document for document in documents if document]
+    if not documents:
+        raise ConfigError("the training samples hold no words to learn a topic from")
+    total = len(documents)
+    tf_sum: Counter[str] = Counter()
+    df: Counter[str] = Counter()
+    for document in documents:
+        counts = Counter(document)
+        length = len(document)
+        for term, count in counts.items():
+            tf_sum[term] += count / length
+        df.update(counts.keys())
+    floor = 1 / math.log(total + 1)
+    weights = {term: (tf_sum[term] / total) / (math.log(total / df[term]) + floor) for term in tf_sum}
+    # Ties broken by term, so that the same samples always give the same lexicon.
+    best = sorted(weights.items(), key=lambda pair: (-pair[1], pair[0]))[:top_k]
+    return Lexicon(dict(best))
+
+
+def format_lexicon(lexicon: Lexicon, header: Iterable[str] = ()) -> str:
+    """The topic-file form of ``lexicon``, heaviest term first."""
+    lines = [f"# {line}" for line in header]
+    lines += [f"{term}\t{weight:.6g}" for term, weight in sorted(lexicon.weights.items(), key=lambda pair: (-pair[1], pair[0]))]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,106 @@
+"""Word segmentation for topic scoring, with no Scrapy dependency.
+
+Chinese is cut by jieba in precise mode (or by rjieba, the same dictionary and
+algorithm in Rust, ``TOPIC_SEGMENTER = "rjieba"``); English words come out whole and
+are lower-cased. A term must hold a letter or a Han character, be at least two
+characters long (unless it is a word the topic or user dictionary names) and not be a
+stopword. The segmenter's dictionary is loaded once per process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from topicspider.config import ConfigError
+
+SEGMENTERS = ("jieba", "rjieba")
+MIN_TERM_CHARS = 2
+# Longer "words" are runs of letters with no spaces: base64, hashes, minified code.
+MAX_TERM_CHARS = 40
+Cut = Callable[[str], list[str]]
+
+_load_lock = threading.Lock()
+
+
+@cache
+def default_stopwords() -> frozenset[str]:
+    text = resources.files("topicspider.topic").joinpath("stopwords.txt").read_text(encoding="utf-8")
+    return frozenset(word for line in text.splitlines() if not line.startswith("#") for word in line.split())
+
+
+@cache
+def _backend(name: str) -> tuple[Cut, Callable[[str], None]]:
+    """The named segmenter's cut and add-word functions, its dictionary loaded."""
+    if name == "jieba":
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+        jieba.initialize()
+        return (lambda text: jieba.lcut(text, HMM=True)), jieba.add_word
+    if name == "rjieba":
+        try:
+            import rjieba
+        except ImportError:
+            raise ConfigError("TOPIC_SEGMENTER is 'rjieba' but rjieba is not installed: pip install rjieba") from None
+        return (lambda text: rjieba.cut(text, hmm=True)), rjieba.add_word
+    raise ConfigError(f"TOPIC_SEGMENTER must be one of {', '.join(SEGMENTERS)}, got {name!r}")
+
+
+def check_segmenter_name(name: str) -> None:
+    if name not in SEGMENTERS:
+        raise ConfigError(f"TOPIC_SEGMENTER must be one of {', '.join(SEGMENTERS)}, got {name!r}")
+
+
+def read_user_dict(path: Path) -> list[str]:
+    """The words of a jieba user dictionary: ``word [freq] [tag]`` a line."""
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read TOPIC_USER_DICT {str(path)!r}: {exc}") from None
+    return [line.split()[0] for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+class Segmenter:
+    """Text to topic terms. ``keep`` words are never split and never dropped for length."""
+
+    def __init__(self, backend: str = "jieba", keep: Iterable[str] = (), stopwords: frozenset[str] | None = None) -> None:
+        check_segmenter_name(backend)
+        self.backend = backend
+        self.stopwords = default_stopwords() if stopwords is None else stopwords
+        self.keep: set[str] = set()
+        self._pending_words = list(keep)
+        self._cut: Cut | None = None
+
+    def load(self) -> None:
+        """Load the dictionary (about a second for jieba): call it off the reactor thread."""
+        with _load_lock:
+            cut, add_word = _backend(self.backend)
+            for word in self._pending_words:
+                add_word(word)
+                self.keep.add(word.lower())
+            self._pending_words = []
+            self._cut = cut
+
+    def add_words(self, words: Iterable[str]) -> None:
+        """Words to keep whole: the topic's own terms and the user dictionary's."""
+        self._pending_words.extend(words)
+        if self._cut is not None:
+            self.load()
+
+    def terms(self, text: str) -> list[str]:
+        if self._cut is None:
+            self.load()
+        assert self._cut is not None
+        return [term for term in (token.strip().lower() for token in self._cut(text)) if self.is_term(term)]
+
+    def is_term(self, term: str) -> bool:
+        if term in self.keep:
+            return True
+        if not MIN_TERM_CHARS <= len(term) <= MAX_TERM_CHARS or term in self.stopwords:
+            return False
+        return any(char.isalpha() for char in term)
