@@ -133,7 +133,7 @@ class TopicBuilder:
             DeferredList([deferred_from_coro(self._sample_text(source)) for source in samples], consumeErrors=True)
         )
         texts = []
-        for source, (ok, value) in zip(samples, results):
+        for source, (ok, value) in zip(samples, results, strict=True):
             if not ok:
                 raise ConfigError(f"training sample {source} could not be read: {value.getErrorMessage()}")
             texts.append(value)
