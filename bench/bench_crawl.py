@@ -1,35 +1,64 @@
-"""Crawl throughput of topicspider against a hand-written Scrapy baseline, on one local site.
+"""Crawl throughput of topicspider, with and without topic scoring, against a Scrapy baseline.
 
 Usage (from the repository root, with the project's virtualenv)::
 
     .venv/bin/python bench/bench_crawl.py [--pages 1000] [--links 5] [--rounds 3]
-        [--concurrency 16] [--backlog 128] [--profile [--profile-out FILE]] [--keep]
+        [--variants baseline,plain,jieba,rjieba] [--body-chars 3000] [--topic WORD,...]
+        [--concurrency 16] [--backlog 128] [--segmentation-only]
+        [--profile [--profile-variant plain] [--profile-out FILE]] [--keep]
 
-It generates a linked static site with :func:`topicspider.localsite.generate_site` in a
-temporary directory, serves it with :mod:`topicspider.localsite` on 127.0.0.1, and
-then, for each round, crawls the whole site once with each of:
+It generates a linked static site of Chinese pages with
+:func:`topicspider.localsite.generate_site` in a temporary directory, serves it with
+:mod:`topicspider.localsite` on 127.0.0.1, and then, for each round, crawls the whole
+site once with each variant:
 
-* **topicspider**: ``scrapy crawl topic`` as the tests run it (:mod:`topicspider.runner`),
-  with the project's settings, so every feature is on (robots.txt, site scope, encoding
-  fix, SQLite storage, crawl log, report, level scheduler...), but with no politeness
-  delay and the baseline's concurrency, to a depth that reaches every page;
 * **baseline**: ``scrapy runspider bench/baseline_spider.py``, a minimal breadth-first
   link follower on stock Scrapy, run outside the project (no ``scrapy.cfg``, no
-  ``SCRAPY_SETTINGS_MODULE``).
+  ``SCRAPY_SETTINGS_MODULE``);
+* **plain**: ``scrapy crawl topic`` as the tests run it (:mod:`topicspider.runner`),
+  with the project's settings, so every feature is on (robots.txt, site scope, encoding
+  fix, SQLite storage, crawl log, report, level scheduler...), but with no politeness
+  delay and the baseline's concurrency, to a depth that reaches every page; no topic;
+* **jieba**, **rjieba**: the same with a keyword topic (``-a topic=``, ``--topic``) and
+  ``TOPIC_SEGMENTER`` set to that segmenter, so every page is segmented and scored;
+  ``TOPIC_FOLLOW_ALL`` and ``TOPIC_STORE_ALL`` make it fetch and store every page, as
+  the others do, whatever its score.
 
-The two alternate, and their order flips every round (T,B then B,T...) so that drift of
-the machine does not favour one. Each crawl runs in a fresh working directory. A run's
-rate is pages fetched / crawl seconds, both as measured inside the crawler process from
-spider opened to spider closed (start-up and imports excluded; the "wall" column has
-the whole process). The site's request log checks independently that each crawl asked
-for every page; any missing page, error or failed run stops the benchmark with exit
-status 1, keeping its files for inspection. Linux's listen-overflow counter is read
-around each run, and a warning printed if a connection was dropped.
+Each page's body holds ``--body-chars`` characters of real Chinese prose (0: none, the
+generator's one-line pages): the visible text of the ``reference``, ``faq`` and
+``maint-guide`` pages of the Debian documentation corpus (:mod:`topic_corpus`, built
+once into ``bench/.cache/topic-corpus``), a line per block element, lines holding a Han
+character only, cut into consecutive windows that wrap around when the site needs more
+text than the corpus holds.
 
-``--profile`` then runs topicspider once more under cProfile and prints the costliest
-functions by cumulative and by own time, own time per package, and topicspider's own
-functions. cProfile sees the reactor thread only (the SQLite writes run on the storage
-pipeline's thread), and slows the crawl, so its pages/s is not comparable.
+The variants run in turn, and their order flips every round (B,P,J,R then R,J,P,B...)
+so that drift of the machine does not favour one. Each crawl runs in a fresh working
+directory. A run's rate is pages fetched / crawl seconds, both as measured inside the
+crawler process from spider opened to spider closed (start-up and imports excluded,
+but not the topic's set-up, e.g. jieba loading its dictionary; the "wall" column has
+the whole process). The "span" rate divides the same pages by the time from the
+first page request to the end of the last, as the site's server logged them, which
+leaves out the crawler's set-up and close for every variant alike. Each variant's
+ratio to the baseline is taken within a round. The scoring cost per page is
+``topic/score_seconds / topic/scored`` from the crawl's stats (the spider's time in
+segmentation and scoring, on the reactor thread). The site's request log checks
+independently that each crawl asked for every page; any missing page, error or failed
+run stops the benchmark with exit status 1, keeping its files for inspection. Linux's
+listen-overflow counter is read around each run, and a warning printed if a
+connection was dropped.
+
+Before the crawls, the raw segmentation speed (characters per second) of each
+segmenter is measured in this process on the site's page bodies, each cut at
+``TOPIC_MAX_CHARS`` as the spider cuts it: the segmenter's own cut (jieba precise mode
+with HMM, rjieba with hmm, and jieba_fast if it is importable) and topicspider's
+:class:`~topicspider.topic.segment.Segmenter` (cut, then term filtering); best of five
+passes, the segmenters taking turns in each. ``--segmentation-only`` stops there.
+
+``--profile`` then runs one topicspider variant (``--profile-variant``) once more under
+cProfile and prints the costliest functions by cumulative and by own time, own time per
+package, and topicspider's own functions. cProfile sees the reactor thread only (the
+SQLite writes run on the storage pipeline's thread), and slows the crawl, so its
+pages/s is not comparable.
 """
 
 from __future__ import annotations
@@ -37,8 +66,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import logging
 import os
 import pstats
+import re
 import sqlite3
 import statistics
 import subprocess
@@ -46,15 +77,21 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
+import lxml.html
+import topic_corpus
 from common import REPO, BenchFailure, header_lines, run_in_scratch
 
 BASELINE_SPIDER = REPO / "bench" / "baseline_spider.py"
+CORPUS_DIR = REPO / "bench" / ".cache" / "topic-corpus"
 sys.path.insert(0, str(REPO))
 
+import topicspider.settings as project_settings  # noqa: E402
 from topicspider.localsite import generate_site  # noqa: E402
 from topicspider.runner import crawl_command, project_env  # noqa: E402
 
@@ -64,23 +101,221 @@ TOPICSPIDER_SETTINGS_SHOWN = (
     "SCHEDULER_MEMORY_QUEUE", "REQUEST_FINGERPRINTER_CLASS", "DUPEFILTER_CLASS",
     "DOWNLOADER_MIDDLEWARES", "ITEM_PIPELINES", "EXTENSIONS", "DATABASE_URL",
     "STORAGE_BATCH_SIZE", "STORAGE_FLUSH_INTERVAL", "CRAWL_LOG", "STATS_FILE", "LOG_LEVEL",
+    "TOPIC_MAX_CHARS", "TOPIC_THRESHOLD", "EXTRACT_TEXT_MAX_CHARS",
 )
 TOP_FUNCTIONS = 25
+TARGET_RATIO = 0.8  # the issue's floor: the whole pipeline at 0.8x the baseline's pages/s
+
+# The corpus packages of running prose (lilypond's pages are mostly menus and music).
+PROSE_LABELS = ("reference", "faq", "maint-guide")
+# Elements that end a line of the extracted prose.
+LINE_TAGS = ("p", "li", "dt", "dd", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "td", "th", "tr",
+             "div", "br", "blockquote", "caption", "table", "title")
+_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+DEFAULT_TOPIC = "软件包,安装,内核,配置,维护者,debian"
+SEGMENTATION_PASSES = 5
+
+
+# --- the variants --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Variant:
+    """One crawler set-up: the baseline, or topicspider with extra settings and topic."""
+
+    name: str
+    settings: Mapping[str, object] = field(default_factory=dict)  # -s beyond the shared ones
+    topic: str = ""  # -a topic=..., empty for none
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.name == "baseline"
+
+    @property
+    def initial(self) -> str:
+        return self.name[0].upper()
+
+
+VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba")
+
+
+def make_variants(names: Sequence[str], topic: str) -> list[Variant]:
+    """The named variants, in the order given; the topic ones score with ``topic``."""
+    everything = {"TOPIC_FOLLOW_ALL": "true", "TOPIC_STORE_ALL": "true"}
+    table = {
+        "baseline": Variant("baseline"),
+        "plain": Variant("plain"),
+        "jieba": Variant("jieba", {"TOPIC_SEGMENTER": "jieba", **everything}, topic),
+        "rjieba": Variant("rjieba", {"TOPIC_SEGMENTER": "rjieba", **everything}, topic),
+    }
+    return [table[name] for name in names]
 
 
 @dataclass(frozen=True)
 class Run:
-    crawler: str
+    crawler: str  # the variant's name
     pages: int  # pages fetched, as the crawler counts them
     elapsed: float  # crawl seconds, spider opened to spider closed, inside the process
     wall: float  # the whole subprocess, interpreter start-up included
     requests: int  # page requests the server saw (robots.txt excluded)
+    span: float  # first page request's start to last page request's end, as the server logged them
     overflows: int | None = None  # listen queue overflows during the run, machine-wide
+    score_seconds: float | None = None  # topic/score_seconds, for a run with a topic
+    scored: int | None = None  # topic/scored
 
     @property
     def rate(self) -> float:
         return self.pages / self.elapsed
 
+    @property
+    def span_rate(self) -> float:
+        return self.requests / self.span
+
+    @property
+    def score_ms(self) -> float | None:
+        """Mean milliseconds of scoring per scored page."""
+        if self.score_seconds is None or not self.scored:
+            return None
+        return 1000 * self.score_seconds / self.scored
+
+
+# --- the page bodies -----------------------------------------------------------------
+
+def page_lines(path: Path) -> list[str]:
+    """The visible text of an HTML page, a line per block element, whitespace
+    normalised; only the lines that hold a Han character."""
+    root = lxml.html.fromstring(path.read_bytes())
+    for hidden in root.xpath("//script | //style | //noscript"):
+        hidden.drop_tree()
+    for element in root.iter(*LINE_TAGS):
+        element.tail = "\n" + (element.tail or "")
+    body = root.find("body")
+    text = (root if body is None else body).text_content()
+    lines = (" ".join(line.split()) for line in text.split("\n"))
+    return [line for line in lines if _HAN.search(line)]
+
+
+def chinese_prose(corpus: Path = CORPUS_DIR) -> str:
+    """The prose of the corpus's :data:`PROSE_LABELS` pages, a line per paragraph, in
+    the order of their paths; the corpus is built first if it is not complete."""
+    labels = topic_corpus.build_corpus(corpus)
+    pages = sorted(path for path, label in labels.items() if label in PROSE_LABELS)
+    return "\n".join(line for path in pages for line in page_lines(corpus / path))
+
+
+def body_source(prose: str, chars: int) -> Callable[[int], str]:
+    """Page ``i``'s body: the ``chars`` characters of ``prose`` from ``i * chars`` on,
+    wrapping around at its end."""
+    looped = (prose + "\n") * (chars // (len(prose) + 1) + 2)
+
+    def body(index: int) -> str:
+        start = (index * chars) % (len(prose) + 1)
+        return looped[start : start + chars]
+
+    return body
+
+
+def han_share(text: str) -> float:
+    """The share of Han characters among the non-space characters of ``text``."""
+    visible = sum(1 for char in text if not char.isspace())
+    return len(_HAN.findall(text)) / visible if visible else 0.0
+
+
+# --- segmentation speed --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SegmentationSpeed:
+    name: str
+    chars: int
+    seconds: float  # the best pass
+
+    @property
+    def chars_per_second(self) -> float:
+        return self.chars / self.seconds
+
+
+def _cut_functions() -> dict[str, Callable[[str], object] | str]:
+    """Each segmenter's own cut, as topicspider calls it, or why it is missing."""
+    cuts: dict[str, Callable[[str], object] | str] = {}
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+    cuts["jieba lcut(HMM=True)"] = partial(jieba.lcut, HMM=True)
+    try:
+        import rjieba
+    except ImportError:
+        cuts["rjieba cut(hmm=True)"] = "not installed"
+    else:
+        cuts["rjieba cut(hmm=True)"] = partial(rjieba.cut, hmm=True)
+    try:
+        import jieba_fast
+    except ImportError:
+        cuts["jieba_fast lcut(HMM=True)"] = "not installed (not a dependency; measured when importable)"
+    else:
+        jieba_fast.setLogLevel(logging.WARNING)
+        jieba_fast.initialize()
+        cuts["jieba_fast lcut(HMM=True)"] = partial(jieba_fast.lcut, HMM=True)
+    return cuts
+
+
+def _topicspider_terms(topic: str) -> dict[str, Callable[[str], object] | str]:
+    """topicspider's Segmenter per backend, with the topic's words kept whole as in a
+    crawl, or why it could not be set up."""
+    from topicspider.topic.segment import Segmenter
+
+    words = [word.strip().lower() for word in topic.split(",") if word.strip()]
+    functions: dict[str, Callable[[str], object] | str] = {}
+    for backend in ("jieba", "rjieba"):
+        name = f"topicspider Segmenter({backend!r}).terms"
+        segmenter = Segmenter(backend, keep=words)
+        try:
+            segmenter.load()
+        except Exception as exc:  # noqa: BLE001 - a broken backend is reported, not fatal here
+            functions[name] = f"failed to load: {type(exc).__name__}: {exc}"
+        else:
+            functions[name] = segmenter.terms
+    return functions
+
+
+def pass_time(function: Callable[[str], object], texts: Sequence[str]) -> float:
+    """Seconds for ``function`` over every text once."""
+    started = time.perf_counter()
+    for text in texts:
+        function(text)
+    return time.perf_counter() - started
+
+
+def segmentation_speeds(texts: Sequence[str], topic: str) -> list[SegmentationSpeed | str]:
+    """Each segmenter's speed over ``texts`` (the best of :data:`SEGMENTATION_PASSES`
+    passes, the segmenters taking turns in each), or a note for one that is missing."""
+    functions = {**_cut_functions(), **_topicspider_terms(topic)}
+    ready = {name: function for name, function in functions.items() if not isinstance(function, str)}
+    best = dict.fromkeys(ready, float("inf"))
+    for _ in range(SEGMENTATION_PASSES):
+        for name, function in ready.items():
+            best[name] = min(best[name], pass_time(function, texts))
+    chars = sum(len(text) for text in texts)
+    return [f"{name}: {function}" if isinstance(function, str) else SegmentationSpeed(name, chars, best[name])
+            for name, function in functions.items()]
+
+
+def print_segmentation(texts: Sequence[str], topic: str, body_chars: int) -> None:
+    max_chars = project_settings.TOPIC_MAX_CHARS
+    print(f"segmentation speed: {len(texts)} distinct page bodies of at most {max_chars} characters "
+          f"(TOPIC_MAX_CHARS), {sum(map(len, texts))} characters; best of {SEGMENTATION_PASSES} passes, "
+          "in this process", flush=True)
+    per_page = min(body_chars, max_chars)
+    print(f"  {'segmenter':<42} {'chars/s':>11} {'ms per ' + str(per_page) + ' chars':>20}")
+    for result in segmentation_speeds(texts, topic):
+        if isinstance(result, str):
+            print(f"  {result}")
+        else:
+            print(f"  {result.name:<42} {result.chars_per_second:>11,.0f} "
+                  f"{1000 * per_page / result.chars_per_second:>20.2f}")
+    print(flush=True)
+
+
+# --- the site and the crawls ---------------------------------------------------------
 
 def listen_overflows() -> int | None:
     """Linux's count of connections dropped because a listen queue was full, machine-wide."""
@@ -140,8 +375,9 @@ class Site:
         self._log_offset += len(complete)
         return [json.loads(line) for line in complete.splitlines()]
 
-    def check_requests(self, crawler: str, workdir: Path) -> int:
-        """Raise unless every page was requested and answered 200; return the count."""
+    def check_requests(self, crawler: str, workdir: Path) -> tuple[int, float]:
+        """Raise unless every page was requested and answered 200; return the count of
+        page requests and the seconds from the first one's start to the last one's end."""
         pages = [r for r in self.new_requests() if r["path"] != "/robots.txt"]
         bad = [r for r in pages if r["status"] != 200]
         missing = set(self.depths) - {r["path"] for r in pages}
@@ -151,7 +387,7 @@ class Site:
                 f"{len(missing)} of {len(self.depths)} pages were never requested "
                 f"(e.g. {sorted(missing)[:3]}); see {workdir}"
             )
-        return len(pages)
+        return len(pages), max(r["end"] for r in pages) - min(r["start"] for r in pages)
 
 
 def _baseline_env() -> dict[str, str]:
@@ -191,33 +427,41 @@ def _tail(path: Path, lines: int = 20) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def topicspider_command(site: Site, shared: Mapping[str, object], prefix: Sequence[str] = ()) -> list[str]:
+def topicspider_command(site: Site, shared: Mapping[str, object], variant: Variant,
+                        prefix: Sequence[str] = ()) -> list[str]:
     """The tests' ``scrapy crawl topic`` command (:mod:`topicspider.runner`) for the
-    whole site; ``prefix`` goes between the interpreter and ``-m scrapy``."""
-    command = crawl_command(site.url, depth=max(site.depths.values()), settings=dict(shared))
+    whole site, with the variant's settings and topic; ``prefix`` goes between the
+    interpreter and ``-m scrapy``."""
+    command = crawl_command(site.url, depth=max(site.depths.values()), settings={**shared, **variant.settings})
+    if variant.topic:
+        command += ["-a", f"topic={variant.topic}"]
     return [command[0], *prefix, *command[1:]]
 
 
 def run_topicspider(site: Site, workdir: Path, shared: Mapping[str, object], timeout: float,
-                    *, prefix: Sequence[str] = ()) -> Run:
-    command = topicspider_command(site, shared, prefix)
-    wall = _run(command, workdir, project_env(), timeout, "topicspider")
+                    *, variant: Variant, prefix: Sequence[str] = ()) -> Run:
+    command = topicspider_command(site, shared, variant, prefix)
+    wall = _run(command, workdir, project_env(), timeout, variant.name)
     stats_path = workdir / "stats.json"
     if not stats_path.exists():
-        raise BenchFailure(f"topicspider wrote no stats.json:\n{_tail(workdir / 'stderr.txt')}")
-    report = json.loads(stats_path.read_text())["report"]
+        raise BenchFailure(f"{variant.name} wrote no stats.json:\n{_tail(workdir / 'stderr.txt')}")
+    document = json.loads(stats_path.read_text())
+    report, stats = document["report"], document["stats"]
     with sqlite3.connect(workdir / "topicspider.db") as db:
         stored = db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
     expected = len(site.depths)
+    scored = stats.get("topic/scored") if variant.topic else None
     if (report["pages_fetched"] != expected or stored != expected or report["errors"]
-            or report["finish_reason"] != "finished"):
+            or report["finish_reason"] != "finished" or scored not in (None, expected)):
         raise BenchFailure(
-            f"topicspider: {report['pages_fetched']} pages fetched, {stored} stored, "
+            f"{variant.name}: {report['pages_fetched']} pages fetched, {stored} stored, {scored} scored, "
             f"{report['errors']} errors, finish reason {report['finish_reason']!r}; "
             f"expected {expected} pages; see {workdir}"
         )
-    requests = site.check_requests("topicspider", workdir)
-    return Run("topicspider", report["pages_fetched"], report["elapsed_seconds"], wall, requests)
+    requests, span = site.check_requests(variant.name, workdir)
+    score_seconds = stats.get("topic/score_seconds", 0.0) if variant.topic else None
+    return Run(variant.name, report["pages_fetched"], report["elapsed_seconds"], wall, requests, span,
+               score_seconds=score_seconds, scored=scored)
 
 
 def run_baseline(site: Site, workdir: Path, shared: Mapping[str, object], timeout: float) -> Run:
@@ -237,8 +481,13 @@ def run_baseline(site: Site, workdir: Path, shared: Mapping[str, object], timeou
             f"baseline: {result['items']} items, finish reason {result['finish_reason']!r}; "
             f"expected {len(site.depths)} pages; see {workdir}"
         )
-    requests = site.check_requests("baseline", workdir)
-    return Run("baseline", result["pages"], result["elapsed_seconds"], wall, requests)
+    requests, span = site.check_requests("baseline", workdir)
+    return Run("baseline", result["pages"], result["elapsed_seconds"], wall, requests, span)
+
+
+def crawler_for(variant: Variant) -> Callable[[Site, Path, Mapping[str, object], float], Run]:
+    """The function that crawls the site once as ``variant``."""
+    return run_baseline if variant.is_baseline else partial(run_topicspider, variant=variant)
 
 
 def _load_baseline_settings() -> dict[str, Any]:
@@ -249,63 +498,140 @@ def _load_baseline_settings() -> dict[str, Any]:
     return dict(module.BaselineSpider.custom_settings)
 
 
-def print_conditions(options: argparse.Namespace, site: Site, shared: Mapping[str, object]) -> None:
-    import topicspider.settings as project_settings
-
+def print_conditions(options: argparse.Namespace, site: Site, shared: Mapping[str, object],
+                     variants: Sequence[Variant], bodies: Sequence[str]) -> None:
     print("\n".join(header_lines("topicspider crawl benchmark",
-                                 ("scrapy", "twisted", "lxml", "parsel", "w3lib", "tldextract"))))
+                                 ("scrapy", "twisted", "lxml", "parsel", "w3lib", "tldextract", "jieba",
+                                  "rjieba"))))
     depth = max(site.depths.values())
     print(f"  site          {len(site.depths)} pages, {options.links} random links per page + a spanning "
           f"tree, seed {options.seed}, max depth {depth}; topicspider.localsite at {site.url} "
           "(threaded http.server, same machine)")
+    if options.body_chars:
+        sample = "".join(bodies)
+        print(f"  page bodies   {options.body_chars} characters of Chinese prose each (--body-chars), "
+              f"{len(bodies)} distinct windows of the Debian documentation corpus ({', '.join(PROSE_LABELS)}; "
+              f"{CORPUS_DIR.relative_to(REPO)}), {100 * han_share(sample):.0f}% Han characters "
+              f"(of non-space); mean page size {_mean_page_bytes(site.root):,.0f} bytes")
+    else:
+        print(f"  page bodies   none (--body-chars 0): one line per page; mean page size "
+              f"{_mean_page_bytes(site.root):,.0f} bytes")
     print(f"  server        listen backlog {site.backlog} (--backlog)")
-    print(f"  rounds        {options.rounds}, order alternating (T,B / B,T); fresh working directory per run")
+    order = ",".join(v.initial for v in variants)
+    reverse = ",".join(v.initial for v in reversed(variants))
+    print(f"  rounds        {options.rounds}, order alternating ({order} / {reverse}); fresh working "
+          "directory per run")
     print("  rate          pages fetched / crawl seconds (spider opened to spider closed, measured in the "
-          "crawler process; start-up excluded)")
+          "crawler process; start-up excluded, topic set-up included)")
+    print("  span rate     page requests / server-logged seconds from the first page request to the "
+          "end of the last")
     print("  shared        " + " ".join(f"-s {k}={v}" for k, v in shared.items()))
-    print("  topicspider   " + " ".join(["python", *topicspider_command(site, shared)[1:]]))
-    print("                with SCRAPY_SETTINGS_MODULE=topicspider.settings; project settings in effect:")
-    for name in TOPICSPIDER_SETTINGS_SHOWN:
-        print(f"                  {name} = {getattr(project_settings, name)!r}")
-    print(f"  baseline      python -m scrapy runspider {BASELINE_SPIDER.relative_to(REPO)} -a url={site.url} "
-          "-a result=result.json " + " ".join(_setting_args(shared)))
-    print("                outside the project (no scrapy.cfg, no SCRAPY_SETTINGS_MODULE); custom_settings:")
-    for name, value in _load_baseline_settings().items():
-        print(f"                  {name} = {value!r}" + ("  (overridden by -s)" if name in shared else ""))
+    for variant in variants:
+        if variant.is_baseline:
+            print(f"  baseline      python -m scrapy runspider {BASELINE_SPIDER.relative_to(REPO)} "
+                  f"-a url={site.url} -a result=result.json " + " ".join(_setting_args(shared)))
+        else:
+            print(f"  {variant.name:<13} " + " ".join(["python", *topicspider_command(site, shared, variant)[1:]]))
+    if any(not variant.is_baseline for variant in variants):
+        print("  topicspider   with SCRAPY_SETTINGS_MODULE=topicspider.settings; project settings in effect:")
+        for name in TOPICSPIDER_SETTINGS_SHOWN:
+            print(f"                  {name} = {getattr(project_settings, name)!r}")
+    if any(variant.is_baseline for variant in variants):
+        print("  baseline      outside the project (no scrapy.cfg, no SCRAPY_SETTINGS_MODULE); custom_settings:")
+        for name, value in _load_baseline_settings().items():
+            print(f"                  {name} = {value!r}" + ("  (overridden by -s)" if name in shared else ""))
     print(flush=True)
 
 
-def print_results(rounds: list[tuple[str, Run, Run]]) -> None:
-    header = (f"{'round':<6} {'order':<6}| {'topicspider':^32} | {'baseline':^32} | {'ratio':>6}\n"
-              f"{'':<13}| {'pages':>6} {'crawl s':>8} {'wall s':>7} {'pages/s':>8} "
-              f"| {'pages':>6} {'crawl s':>8} {'wall s':>7} {'pages/s':>8} | {'T/B':>6}")
+def _mean_page_bytes(root: Path) -> float:
+    sizes = [path.stat().st_size for path in root.glob("*.html")]
+    return sum(sizes) / len(sizes)
+
+
+Round = tuple[str, dict[str, Run]]  # the order, e.g. "B,P,J,R", and each variant's run
+
+
+def _ratio_text(ratios: Sequence[float]) -> str:
+    return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
+
+
+def print_rounds(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
+    """One line per round: each variant's crawl seconds and pages/s, and its ratio to the baseline."""
+    names = [variant.name for variant in variants]
+    compared = [name for name in names if name != "baseline"] if "baseline" in names else []
+    header = (f"{'round':<6} {'order':<8}| " + " | ".join(f"{name:^15}" for name in names)
+              + (" | " + " ".join(f"{name[:6] + '/B':>8}" for name in compared) if compared else ""))
+    units = (f"{'':<15}| " + " | ".join(f"{'crawl s':>7} {'pages/s':>7}" for _ in names)
+             + (" | " + " ".join(f"{'':>8}" for _ in compared) if compared else ""))
     print(header)
-    print("-" * len(header.splitlines()[1]))
-    ratios = []
-    for index, (order, ours, base) in enumerate(rounds, 1):
-        ratio = ours.rate / base.rate
-        ratios.append(ratio)
-        print(f"{index:<6} {order:<6}| {ours.pages:>6} {ours.elapsed:>8.2f} {ours.wall:>7.2f} {ours.rate:>8.1f} "
-              f"| {base.pages:>6} {base.elapsed:>8.2f} {base.wall:>7.2f} {base.rate:>8.1f} | {ratio:>6.3f}")
-    print("-" * len(header.splitlines()[1]))
-    ours_median = statistics.median(r.rate for _, r, _ in rounds)
-    base_median = statistics.median(r.rate for _, _, r in rounds)
-    print(f"{'median':<13}| {'':>23} {ours_median:>8.1f} | {'':>23} {base_median:>8.1f} "
-          f"| {statistics.median(ratios):>6.3f}")
-    print(f"\nmedian pages/s: topicspider {ours_median:.1f}, baseline {base_median:.1f}; "
-          f"median ratio topicspider/baseline {statistics.median(ratios):.3f} "
-          f"(range {min(ratios):.3f}-{max(ratios):.3f})")
-    requests = {(r.crawler, r.requests) for _, *runs in rounds for r in runs}
+    print(units)
+    print("-" * len(header))
+    for index, (order, runs) in enumerate(rounds, 1):
+        cells = " | ".join(f"{runs[name].elapsed:>7.2f} {runs[name].rate:>7.1f}" for name in names)
+        ratios = " ".join(f"{runs[name].rate / runs['baseline'].rate:>8.3f}" for name in compared)
+        print(f"{index:<6} {order:<8}| {cells}" + (f" | {ratios}" if compared else ""))
+    print()
+
+
+def print_summary(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
+    """Per variant: median pages/s, ratio to the baseline (median and range over the
+    rounds), the same by span rate, and the scoring cost."""
+    names = [variant.name for variant in variants]
+    has_baseline = "baseline" in names
+    header = (f"{'variant':<9} {'pages':>6} {'crawl s':>8} {'wall s':>7} {'pages/s':>8} {'ratio to baseline':>22} "
+              f"{'span p/s':>9} {'span ratio':>22} {'score ms/page':>14} {'score % of crawl':>17}")
+    print("summary: medians over the rounds; ratios are median (min-max) of the per-round ratios")
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        runs = [r[name] for _, r in rounds]
+        if has_baseline and name != "baseline":
+            ratio = _ratio_text([r[name].rate / r["baseline"].rate for _, r in rounds])
+            span_ratio = _ratio_text([r[name].span_rate / r["baseline"].span_rate for _, r in rounds])
+        else:
+            ratio = span_ratio = ""
+        scored = [run for run in runs if run.score_ms is not None]
+        if scored:
+            total_seconds = sum(run.score_seconds or 0.0 for run in scored)
+            score_ms = f"{1000 * total_seconds / sum(run.scored or 0 for run in scored):.2f}"
+            share = f"{100 * total_seconds / sum(run.elapsed for run in scored):.1f}"
+        else:
+            score_ms = share = ""
+        print(f"{name:<9} {runs[0].pages:>6} {statistics.median(r.elapsed for r in runs):>8.2f} "
+              f"{statistics.median(r.wall for r in runs):>7.2f} {statistics.median(r.rate for r in runs):>8.1f} "
+              f"{ratio:>22} {statistics.median(r.span_rate for r in runs):>9.1f} {span_ratio:>22} "
+              f"{score_ms:>14} {share:>17}")
+    print()
+    if has_baseline:
+        for name in names:
+            if name == "baseline":
+                continue
+            ratios = [r[name].rate / r["baseline"].rate for _, r in rounds]
+            verdict = "met" if statistics.median(ratios) >= TARGET_RATIO else "NOT met"
+            low = "" if min(ratios) >= TARGET_RATIO else f" (lowest round {min(ratios):.3f})"
+            print(f"target {TARGET_RATIO}x the baseline's pages/s: {name} {verdict} at median "
+                  f"{statistics.median(ratios):.3f}{low}")
+
+
+def print_checks(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
+    requests = {(run.crawler, run.requests) for _, runs in rounds for run in runs.values()}
     print("page requests seen by the server per run: "
           + ", ".join(f"{name} {count}" for name, count in sorted(requests)))
-    overflows = {name: [run.overflows for _, *runs in rounds for run in runs if run.crawler == name]
-                 for name in ("topicspider", "baseline")}
+    overflows = {v.name: [runs[v.name].overflows for _, runs in rounds] for v in variants}
     print("listen queue overflows during each run (machine-wide, Linux): "
           + "; ".join(f"{name} {counts}" for name, counts in overflows.items()))
     if any(count for counts in overflows.values() for count in counts):
         print("WARNING: connections were dropped and retried a second later (raise --backlog, or "
               "another process overflowed its queue); these figures are suspect")
     sys.stdout.flush()
+
+
+def print_results(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
+    print_rounds(variants, rounds)
+    print_summary(variants, rounds)
+    print_checks(variants, rounds)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"finished {datetime.now().astimezone().isoformat(timespec='seconds')}; load average {load}")
 
 
 # --- profile -----------------------------------------------------------------------
@@ -384,23 +710,46 @@ def print_profile(path: Path, top: int = TOP_FUNCTIONS, out: IO[str] = sys.stdou
 
 # --- main ----------------------------------------------------------------------------
 
+def _variant_names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in VARIANT_NAMES]
+    if unknown or not names or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(
+            f"give distinct names among {','.join(VARIANT_NAMES)} (got {text!r})")
+    return names
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--pages", type=int, default=1000, help="pages in the site (default 1000)")
     parser.add_argument("--links", type=int, default=5, help="random links per page (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the site (default 0)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of both crawlers (default 3)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every variant (default 3)")
+    parser.add_argument("--variants", type=_variant_names, default=list(VARIANT_NAMES),
+                        help=f"crawlers to compare, in the order of the first round (default {','.join(VARIANT_NAMES)})")
+    parser.add_argument("--body-chars", type=int, default=3000,
+                        help="characters of Chinese prose per page body; 0 for none (default 3000)")
+    parser.add_argument("--topic", default=DEFAULT_TOPIC,
+                        help=f"keywords of the jieba and rjieba variants' topic (default {DEFAULT_TOPIC})")
     parser.add_argument("--concurrency", type=int, default=16,
-                        help="CONCURRENT_REQUESTS and CONCURRENT_REQUESTS_PER_DOMAIN of both (default 16)")
+                        help="CONCURRENT_REQUESTS and CONCURRENT_REQUESTS_PER_DOMAIN of all (default 16)")
     parser.add_argument("--backlog", type=int, default=128,
                         help="listen backlog of the site's server (default 128)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per crawl (default 300)")
+    parser.add_argument("--segmentation-only", action="store_true",
+                        help="measure the segmenters' speed on the page bodies, crawl nothing")
     parser.add_argument("--profile", action="store_true", help="then profile one topicspider crawl")
+    parser.add_argument("--profile-variant", choices=[n for n in VARIANT_NAMES if n != "baseline"], default="plain",
+                        help="the variant to profile (default plain)")
     parser.add_argument("--profile-out", type=Path, help="keep the cProfile output in this file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     options = parser.parse_args(argv)
     if min(options.links, options.rounds, options.concurrency, options.backlog) < 1 or options.pages < 2:
         parser.error("--pages must be at least 2; --links, --rounds, --concurrency and --backlog at least 1")
+    if options.body_chars < 0:
+        parser.error("--body-chars must be 0 or more")
+    if options.segmentation_only and not options.body_chars:
+        parser.error("--segmentation-only needs page bodies (--body-chars above 0)")
     return options
 
 
@@ -413,38 +762,67 @@ def _counting_overflows(crawl: Callable[[Site, Path, Mapping[str, object], float
     return run if before is None or after is None else replace(run, overflows=after - before)
 
 
+def page_bodies(options: argparse.Namespace) -> tuple[Callable[[int], str] | None, list[str]]:
+    """The site's body text function, and the distinct bodies (cut at
+    ``TOPIC_MAX_CHARS``) for the segmentation speeds; none for ``--body-chars 0``."""
+    if not options.body_chars:
+        return None, []
+    prose = chinese_prose()
+    body = body_source(prose, options.body_chars)
+    distinct = min(options.pages, -(-(len(prose) + 1) // options.body_chars))
+    return body, [body(index)[: project_settings.TOPIC_MAX_CHARS] for index in range(distinct)]
+
+
+def crawl_rounds(options: argparse.Namespace, site: Site, shared: Mapping[str, object],
+                 variants: Sequence[Variant], scratch: Path) -> list[Round]:
+    """Every variant once per round, the order reversed every other round."""
+    rounds: list[Round] = []
+    for index in range(1, options.rounds + 1):
+        runs_dir = scratch / "runs" / f"round{index}"
+        order = list(variants) if index % 2 == 1 else list(reversed(variants))
+        done: dict[str, Run] = {}
+        for variant in order:
+            print(f"round {index}: {variant.name}...", end=" ", flush=True)
+            done[variant.name] = _counting_overflows(crawler_for(variant), site, runs_dir / variant.name,
+                                                     shared, options.timeout)
+            print(f"{done[variant.name].rate:.1f} pages/s", flush=True)
+        rounds.append((",".join(v.initial for v in order), done))
+    print()
+    return rounds
+
+
+def profile(options: argparse.Namespace, site: Site, shared: Mapping[str, object], scratch: Path) -> None:
+    variant = make_variants([options.profile_variant], options.topic)[0]
+    profile_path = (options.profile_out or scratch / "topicspider.prof").resolve()
+    prefix = ("-m", "cProfile", "-o", str(profile_path))
+    print(f"\nprofiling {variant.name}:", " ".join(topicspider_command(site, shared, variant, prefix)))
+    run = run_topicspider(site, scratch / "runs" / "profile", shared, options.timeout * 3,
+                          variant=variant, prefix=prefix)
+    print(f"profiled crawl: {run.pages} pages in {run.elapsed:.2f}s ({run.rate:.1f} pages/s under the profiler)")
+    print_profile(profile_path)
+
+
 def benchmark(options: argparse.Namespace, scratch: Path) -> None:
     shared = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": options.concurrency,
               "CONCURRENT_REQUESTS_PER_DOMAIN": options.concurrency}
-    depths = generate_site(scratch / "site", options.pages, options.links, seed=options.seed)
+    variants = make_variants(options.variants, options.topic)
+    body, bodies = page_bodies(options)
+    if options.segmentation_only:
+        print("\n".join(header_lines("topicspider segmentation speed", ("jieba", "rjieba"))))
+        print(f"  page bodies   {options.body_chars} characters (--body-chars), "
+              f"{100 * han_share(''.join(bodies)):.0f}% Han characters (of non-space)\n")
+        print_segmentation(bodies, options.topic, options.body_chars)
+        return
+    depths = generate_site(scratch / "site", options.pages, options.links, seed=options.seed, body_text=body)
     site = Site(scratch / "site", scratch / "requests.log", depths, options.backlog)
     site.start()
     try:
-        print_conditions(options, site, shared)
-        rounds: list[tuple[str, Run, Run]] = []
-        for index in range(1, options.rounds + 1):
-            runs = scratch / "runs" / f"round{index}"
-            topicspider_first = index % 2 == 1
-            order = ("topicspider", "baseline") if topicspider_first else ("baseline", "topicspider")
-            done: dict[str, Run] = {}
-            for crawler in order:
-                print(f"round {index}: {crawler}...", end=" ", flush=True)
-                runner = run_topicspider if crawler == "topicspider" else run_baseline
-                done[crawler] = _counting_overflows(runner, site, runs / crawler, shared, options.timeout)
-                print(f"{done[crawler].rate:.1f} pages/s", flush=True)
-            rounds.append(("T,B" if topicspider_first else "B,T", done["topicspider"], done["baseline"]))
-        print()
-        print_results(rounds)
-
+        print_conditions(options, site, shared, variants, bodies)
+        if bodies:
+            print_segmentation(bodies, options.topic, options.body_chars)
+        print_results(variants, crawl_rounds(options, site, shared, variants, scratch))
         if options.profile:
-            profile_path = options.profile_out or scratch / "topicspider.prof"
-            profile_path = profile_path.resolve()
-            prefix = ("-m", "cProfile", "-o", str(profile_path))
-            print("\nprofiling topicspider:", " ".join(topicspider_command(site, shared, prefix)))
-            run = run_topicspider(site, scratch / "runs" / "profile", shared, options.timeout * 3,
-                                  prefix=prefix)
-            print(f"profiled crawl: {run.pages} pages in {run.elapsed:.2f}s ({run.rate:.1f} pages/s under the profiler)")
-            print_profile(profile_path)
+            profile(options, site, shared, scratch)
     finally:
         site.stop()
 

@@ -123,3 +123,11 @@ def test_links_are_resolved_against_the_base() -> None:
         "http://example.com/dir/d.html", "http://example.com/dir/e.html", "http://example.com/dir/f.html"]
     assert [link.nofollow for link in links] == [False, False, False, True, False, False]
     assert links[3].text == "D italic"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["name ⁽at⁾ example ［dot］ com", "name （ＡＴ） example.com", "name﹫example.com", "name ︵at︶ example.com"],
+)
+def test_bracket_and_at_forms_that_normalise_to_an_address(text):
+    assert emails_in_text(text) == ["name@example.com"]

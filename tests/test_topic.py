@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
+from collections import Counter
 
 import pytest
 
@@ -16,7 +16,7 @@ from topicspider.topic.lexicon import (
     read_lexicon,
     train_lexicon,
 )
-from topicspider.topic.score import Topic, cosine
+from topicspider.topic.score import Topic, counts_cosine
 from topicspider.topic.segment import Segmenter, read_user_dict
 
 
@@ -55,11 +55,12 @@ def test_user_dictionary_lines(tmp_path):
         read_user_dict(tmp_path / "missing.txt")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("rjieba") is None, reason="rjieba is not installed")
 def test_rjieba_gives_the_same_terms_as_jieba(segmenter):
     fast = Segmenter("rjieba")
-    text = "在电子表格里，公式引用单元格；数据透视表汇总销售数据。Spreadsheet formulas reference cells."
+    text = ("在电子表格里，公式引用单元格；数据透视表汇总销售数据。Spreadsheet formulas reference cells. "
+            "编辑 /boot/grub/grub.cfg 和 grub-pc，见 3.1.2 节与 v2.24 版的 50% 说明。")
     assert fast.terms(text) == segmenter.terms(text)
+    assert {"grub", "cfg", "pc"} <= set(fast.terms(text))
 
 
 def test_unknown_segmenter_is_refused():
@@ -144,12 +145,26 @@ def test_saved_lexicon_reads_back():
     assert parse_lexicon(text, "saved").weights == pytest.approx(lexicon.weights, rel=1e-5)
 
 
-def test_cosine_counts_only_topic_terms():
+def test_cosine_of_topic_term_counts_and_weights():
     lexicon = Lexicon({"a": 3.0, "b": 4.0})
-    assert cosine(["a", "b", "zzz"], lexicon) == pytest.approx((3 + 4) / (math.sqrt(2) * 5))
-    assert cosine(["b", "b"], lexicon) == pytest.approx(4 / 5)
-    assert cosine(["zzz"], lexicon) == 0.0
-    assert cosine([], lexicon) == 0.0
+    assert counts_cosine(Counter({"a": 1, "b": 1}), lexicon) == pytest.approx((3 + 4) / (math.sqrt(2) * 5))
+    assert counts_cosine(Counter({"b": 2}), lexicon) == pytest.approx(4 / 5)
+    assert counts_cosine(Counter(), lexicon) == 0.0
+
+
+def test_counting_finds_the_topic_terms_that_terms_would():
+    # A topic's words are kept whole and never dropped (Topic adds them), stopwords too.
+    vocabulary = {"excel", "公式", "单元格", "我们", "更"}
+    segmenter = Segmenter(keep=vocabulary)
+    text = "Excel 电子表格：公式引用单元格，公式随单元格更新。我们的公式"
+    counts = segmenter.count(text, vocabulary)
+    terms = [term for term in segmenter.terms(text) if term in vocabulary]
+    assert counts == Counter(terms) == Counter({"公式": 3, "单元格": 2, "excel": 1, "我们": 1})
+
+
+def test_rjieba_keeps_added_words_whole():
+    fast = Segmenter("rjieba", keep=["云原生平台"])
+    assert "云原生平台" in fast.terms("我们的云原生平台很好")
 
 
 def test_relevance_is_title_weight_times_b_plus_body_weight_times_c(segmenter):

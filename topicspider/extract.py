@@ -6,11 +6,13 @@ strings, so it can be unit-tested on its own and reused by later stages.
 
 from __future__ import annotations
 
+import copy
 import re
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import unquote, urljoin
 
+from lxml import etree
 from lxml.html import HtmlElement
 
 from topicspider.urls import has_public_suffix
@@ -39,6 +41,13 @@ _OPEN, _CLOSE = r"[\[\(\{<]", r"[\]\)\}>]"
 OBFUSCATED_AT = re.compile(rf"\s*{_OPEN}\s*(?:at|@)\s*{_CLOSE}\s*", re.IGNORECASE)
 OBFUSCATED_DOT = re.compile(rf"\s*{_OPEN}\s*(?:dot|\.)\s*{_CLOSE}\s*", re.IGNORECASE)
 EMAIL_MAX_CHARS = 254
+# What must be in a text, before NFKC, for it to hold an address: an at sign (ASCII,
+# full-width, small form) or a bracketed "at". Most pages have none, and skip the
+# normalisation of their whole text.
+# The brackets are every character whose NFKC form is one of OBFUSCATED_AT's.
+EMAIL_HINT = re.compile(
+    r"[@＠﹫]|[\[\(\{<［（｛＜﹙﹛﹤⁽₍︵︷﹇]\s*(?:at|ａｔ)\s*[\]\)\}>］）｝＞﹚﹜﹥⁾₎︶︸﹈]", re.IGNORECASE
+)
 
 
 def normalize_space(text: str) -> str:
@@ -61,32 +70,18 @@ def extract_title(root: HtmlElement) -> str:
 
 
 def extract_text(root: HtmlElement, max_chars: int | None = None) -> str:
-    """The visible text of the page body: no scripts, styles or markup, whitespace
-    normalised, cut at ``max_chars`` if given."""
+    """The visible text of the page body: no scripts, styles, comments or markup,
+    whitespace normalised, cut at ``max_chars`` if given."""
     body = root.find("body")
-    chunks: list[str] = []
-    # An explicit stack, not recursion: hostile pages nest thousands of levels deep.
-    stack: list[tuple[HtmlElement, bool]] = [(root if body is None else body, False)]
-    while stack:
-        node, closing = stack.pop()
-        tag = node.tag if isinstance(node.tag, str) else None
-        if closing:
-            if tag in BLOCK_TAGS:
-                chunks.append(" ")
-            if node.tail:
-                chunks.append(node.tail)
-            continue
-        if tag is None or tag in SKIPPED_TAGS:
-            if node.tail:
-                chunks.append(node.tail)
-            continue
-        if tag in BLOCK_TAGS:
-            chunks.append(" ")
-        if node.text:
-            chunks.append(node.text)
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(node))
-    return normalize_space("".join(chunks))[:max_chars].rstrip()
+    # lxml does the walking in C on a copy: a Python walk over every node cost a
+    # millisecond per page of ordinary size.
+    tree = copy.deepcopy(root if body is None else body)
+    etree.strip_elements(tree, *SKIPPED_TAGS, etree.Comment, etree.ProcessingInstruction, with_tail=False)
+    for element in tree.iter(*BLOCK_TAGS):
+        element.text = f" {element.text}" if element.text else " "
+        element.tail = f" {element.tail}" if element.tail else " "
+    text = etree.tostring(tree, method="text", encoding="unicode", with_tail=False)
+    return normalize_space(text)[:max_chars].rstrip()
 
 
 def truncate(text: str, max_chars: int) -> tuple[str, bool]:
@@ -101,6 +96,8 @@ def emails_in_text(text: str) -> list[str]:
 
     Full-width forms (``＠``) and the ``name [at] host [dot] com`` family are undone first.
     """
+    if not EMAIL_HINT.search(text):
+        return []
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     text = OBFUSCATED_AT.sub("@", text)

@@ -18,7 +18,9 @@ import sys
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from functools import partial
+from html import escape
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
@@ -136,12 +138,16 @@ def page_html(title: str, body: str, links: list[str]) -> str:
     )
 
 
-def generate_site(root: Path, pages: int, links_per_page: int, seed: int = 0) -> dict[str, int]:
+def generate_site(
+    root: Path, pages: int, links_per_page: int, seed: int = 0, body_text: Callable[[int], str] | None = None
+) -> dict[str, int]:
     """Write ``pages`` linked pages under ``root`` (``index.html`` and ``p1.html``…) and
     return each page's path with its breadth-first depth from ``/``.
 
     Every page links to ``links_per_page`` random pages; a spanning tree makes every page
-    reachable, so the returned depths are the shortest link distances.
+    reachable, so the returned depths are the shortest link distances. ``body_text(i)``,
+    if given, is plain text added to page ``i``'s body (0 is ``/``), HTML-escaped, one
+    ``<p>`` per line.
     """
     rng = random.Random(seed)
     names = ["/"] + [f"/p{i}.html" for i in range(1, pages)]
@@ -151,9 +157,11 @@ def generate_site(root: Path, pages: int, links_per_page: int, seed: int = 0) ->
     for name in names:
         links[name] += rng.sample(names, min(links_per_page, pages))
     root.mkdir(parents=True, exist_ok=True)
-    for name in names:
+    for index, name in enumerate(names):
         target = root / ("index.html" if name == "/" else name.lstrip("/"))
         body = f"Page {name} of a generated site. Contact: webmaster@example.com"
+        if body_text is not None:
+            body += "".join(f"</p>\n<p>{escape(line)}" for line in body_text(index).splitlines() if line.strip())
         target.write_text(page_html(f"Page {name}", body, links[name]), encoding="utf-8")
     return _bfs_depths(links)
 

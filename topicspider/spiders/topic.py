@@ -68,7 +68,7 @@ def is_html(response: Response) -> bool:
 class TopicSpider(scrapy.Spider):
     name = "topic"
     #: Finish reasons that make ``scrapy crawl`` exit non-zero.
-    FAILED_REASONS = frozenset({"topic_failed"})
+    FAILED_REASONS = frozenset({"topic_failed", "start_error"})
 
     ARGUMENTS = ("seeds", "depth", "topic", "train")
 

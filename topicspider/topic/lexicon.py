@@ -17,6 +17,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from topicspider.config import ConfigError
@@ -32,7 +33,7 @@ class Lexicon:
         if not self.weights:
             raise ConfigError("the topic has no terms")
 
-    @property
+    @cached_property
     def norm(self) -> float:
         return math.sqrt(sum(weight * weight for weight in self.weights.values()))
 

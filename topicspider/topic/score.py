@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from topicspider.topic.lexicon import Lexicon
@@ -23,10 +22,9 @@ class Relevance:
     body: float  # C
 
 
-def cosine(terms: Iterable[str], lexicon: Lexicon) -> float:
-    """Cosine of the term counts of ``terms`` on the lexicon's terms, and its weights."""
+def counts_cosine(counts: Counter[str], lexicon: Lexicon) -> float:
+    """Cosine of ``counts`` (of the lexicon's terms only) and the lexicon's weights."""
     weights = lexicon.weights
-    counts = Counter(term for term in terms if term in weights)
     if not counts:
         return 0.0
     dot = sum(count * weights[term] for term, count in counts.items())
@@ -66,4 +64,4 @@ class Topic:
     def similarity(self, text: str) -> float:
         if not text:
             return 0.0
-        return cosine(self.segmenter.terms(text[: self.max_chars]), self.lexicon)
+        return counts_cosine(self.segmenter.count(text[: self.max_chars], self.lexicon.weights), self.lexicon)

@@ -10,8 +10,10 @@ stopword. The segmenter's dictionary is loaded once per process.
 from __future__ import annotations
 
 import logging
+import re
 import threading
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Container, Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -23,6 +25,8 @@ MIN_TERM_CHARS = 2
 # Longer "words" are runs of letters with no spaces: base64, hashes, minified code.
 MAX_TERM_CHARS = 40
 Cut = Callable[[str], list[str]]
+# jieba keeps a decimal ("3.1", "v2.24") whole, as its finalseg does.
+ASCII_RUNS = re.compile(r"[A-Za-z0-9]+(?:\.\d+)?%?|[^A-Za-z0-9]")
 
 _load_lock = threading.Lock()
 
@@ -47,8 +51,23 @@ def _backend(name: str) -> tuple[Cut, Callable[[str], None]]:
             import rjieba
         except ImportError:
             raise ConfigError("TOPIC_SEGMENTER is 'rjieba' but rjieba is not installed: pip install rjieba") from None
-        return (lambda text: rjieba.cut(text, hmm=True)), rjieba.add_word
+        # rjieba's add_word wants freq and tag; None lets it pick a frequency, as jieba does.
+        return (lambda text: _as_jieba_cuts(rjieba.cut(text, hmm=True))), (lambda word: rjieba.add_word(word, None, None))
     raise ConfigError(f"TOPIC_SEGMENTER must be one of {', '.join(SEGMENTERS)}, got {name!r}")
+
+
+def _as_jieba_cuts(tokens: list[str]) -> list[str]:
+    """rjieba's tokens cut as jieba cuts them: rjieba keeps ``grub.cfg``, ``grub-pc`` and
+    ``3.1.2`` whole, jieba splits ASCII at anything but letters and digits."""
+    if all(token.isalnum() or not token.isascii() for token in tokens):
+        return tokens
+    cut: list[str] = []
+    for token in tokens:
+        if token.isascii() and not token.isalnum():
+            cut.extend(ASCII_RUNS.findall(token))
+        else:
+            cut.append(token)
+    return cut
 
 
 def check_segmenter_name(name: str) -> None:
@@ -93,10 +112,23 @@ class Segmenter:
             self.load()
 
     def terms(self, text: str) -> list[str]:
+        """Every term of ``text``, in order: what training learns from."""
+        return [term for term in (token.strip() for token in self._tokens(text)) if self.is_term(term)]
+
+    def count(self, text: str, vocabulary: Container[str]) -> Counter[str]:
+        """How often each word of ``vocabulary`` (lower-case terms) occurs in ``text``.
+
+        The same words as :meth:`terms` would find, but only a set look-up per token:
+        scoring needs no stopword or shape checks, as a topic holds terms only.
+        """
+        return Counter(token for token in self._tokens(text) if token in vocabulary)
+
+    def _tokens(self, text: str) -> list[str]:
         if self._cut is None:
             self.load()
         assert self._cut is not None
-        return [term for term in (token.strip().lower() for token in self._cut(text)) if self.is_term(term)]
+        # Lower-cased after the cut: the dictionary knows words such as "T恤".
+        return [token.lower() for token in self._cut(text)]
 
     def is_term(self, term: str) -> bool:
         if term in self.keep:
