@@ -367,3 +367,23 @@ def test_redirects_stay_on_site_except_from_seeds(tmp_path, serve, crawl):
     seeded = crawl(home.url + "/seed.html")
 
     assert set(seeded.pages()) >= {other.url + "/", other.url + "/next.html"}
+
+
+def test_a_retried_page_is_not_stuck_behind_the_deeper_pages_it_holds_back(tmp_path, serve, crawl):
+    # A retry lowers the request's priority to that of the next level; the frontier
+    # must still give it out first, or the level barrier waits for it forever.
+    root = tmp_path / "site"
+    kids = [f"k{i}.html" for i in range(5)]
+    write(root / "index.html", page_html("home", "", ["a.html", "b.html", "c.html"]))
+    write(root / "a.html", page_html("a", "", kids))
+    write(root / "b.html", page_html("b", "", ["bk.html"]), "Status-First: 500 1")
+    write(root / "c.html", page_html("c", "", []), "Delay: 1")
+    for name in [*kids, "bk.html"]:
+        write(root / name, page_html(name, "", []))
+    site = serve(root)
+
+    result = crawl(site.url + "/", depth=2, settings={"CONCURRENT_REQUESTS_PER_DOMAIN": 1}, timeout=60)
+
+    assert result.returncode == 0
+    assert result.stats["retry/count"] == 1
+    assert len(result.pages()) == 10

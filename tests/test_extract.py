@@ -131,3 +131,8 @@ def test_links_are_resolved_against_the_base() -> None:
 )
 def test_bracket_and_at_forms_that_normalise_to_an_address(text):
     assert emails_in_text(text) == ["name@example.com"]
+
+
+def test_text_with_control_characters_is_kept_without_them():
+    root = document_fromstring("<p>a\x01b</p><p>c</p>x<div>y\x02</div>z")
+    assert extract_text(root) == "ab c x y z"

@@ -18,6 +18,7 @@ from lxml.html import HtmlElement
 from topicspider.urls import has_public_suffix
 
 WHITESPACE = re.compile(r"\s+")
+XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 SKIPPED_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "math", "head"})
 # Elements that break words apart; inline ones (b, span, a) must not, or "He<b>llo</b>"
 # would become two words.
@@ -78,10 +79,22 @@ def extract_text(root: HtmlElement, max_chars: int | None = None) -> str:
     tree = copy.deepcopy(root if body is None else body)
     etree.strip_elements(tree, *SKIPPED_TAGS, etree.Comment, etree.ProcessingInstruction, with_tail=False)
     for element in tree.iter(*BLOCK_TAGS):
-        element.text = f" {element.text}" if element.text else " "
-        element.tail = f" {element.tail}" if element.tail else " "
-    text = etree.tostring(tree, method="text", encoding="unicode", with_tail=False)
+        _space_around(element)
+    text = tree.xpath("string()")
     return normalize_space(text)[:max_chars].rstrip()
+
+
+def _space_around(element: HtmlElement) -> None:
+    """A block element's text and tail start with a space, so words do not run together."""
+    text, tail = element.text, element.tail
+    try:
+        element.text = f" {text}" if text else " "
+        element.tail = f" {tail}" if tail else " "
+    except ValueError:
+        # The parser kept control characters that lxml refuses to set again (and has
+        # already removed the old value); they are not visible text.
+        element.text = " " + XML_INVALID.sub("", text or "")
+        element.tail = " " + XML_INVALID.sub("", tail or "")
 
 
 def truncate(text: str, max_chars: int) -> tuple[str, bool]:

@@ -183,8 +183,7 @@ class FrontierScheduler(Scheduler):
         shallowest = self._shallowest_active() if self.level_sync else {}
         busy = self._busy_hosts()
         for host, requests in self.held.items():
-            # A host's line is kept in priority order (shallowest first when breadth-first),
-            # so its head is the one to try.
+            # A host's line is kept in order (see _held_order), so its head is the one to try.
             if host not in busy and self._level_allows(requests[0], shallowest):
                 request = requests.popleft()
                 if not requests:
@@ -214,11 +213,20 @@ class FrontierScheduler(Scheduler):
 
     def _hold(self, host: str, request: Request) -> None:
         requests = self.held.setdefault(host, deque())
+        key = self._held_order(request)
         index = len(requests)
-        while index and requests[index - 1].priority < request.priority:
+        while index and self._held_order(requests[index - 1]) > key:
             index -= 1
         requests.insert(index, request)
         self.held_count += 1
+
+    def _held_order(self, request: Request) -> tuple[int, int]:
+        """Where a request goes in its host's line: shallowest first under the level
+        barrier (a retry's lowered priority must not put it behind deeper requests the
+        barrier holds for it), by priority otherwise."""
+        if self.level_sync:
+            return request.meta.get("depth", 0), -request.priority
+        return 0, -request.priority
 
     def _count(self, key: str) -> None:
         assert self.stats is not None
