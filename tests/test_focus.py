@@ -222,3 +222,31 @@ def test_best_first_fetches_the_on_topic_link_first(tmp_path, serve, crawl):
     assert breadth_first.returncode == best_first.returncode == 0 and log
     assert order.index("/on.html") <= 1, order
     assert len(order) == 13
+
+
+def test_a_resumed_crawl_scores_every_page(tmp_path, serve, crawl):
+    # On resume, requests queued in JOBDIR go out while start() builds the topic: they
+    # must wait for it, or their pages would be stored unscored and followed.
+    root = tmp_path / "site"
+    off = [f"off{i}.html" for i in range(20)]
+    pages = {"index.html": ("电子表格", ON_TOPIC, [*off, "on.html"]), "on.html": ("公式", ON_TOPIC, [])}
+    pages.update({name: ("天气", OFF_TOPIC, ["deeper.html"]) for name in off})
+    pages["deeper.html"] = ("公式", ON_TOPIC, [])
+    pages["sample.html"] = ("电子表格公式", ON_TOPIC, [])
+    write_site(root, pages)
+    (root / "sample.html.headers").write_text("Delay: 1\n")  # a slow sample: a long window
+    site = serve(root)
+    settings = {"JOBDIR": str(tmp_path / "job"), "CONCURRENT_REQUESTS_PER_DOMAIN": 1}
+    train = f"{site.url}/sample.html"
+
+    first = crawl(site.url + "/", depth=2, train=train, settings={**settings, "CLOSESPIDER_PAGECOUNT": 1})
+    assert first.returncode == 0 and first.report["finish_reason"] == "closespider_pagecount"
+    scored_first = first.stats.get("topic/scored", 0)  # the resumed run rewrites stats.json
+    resumed = crawl(site.url + "/", depth=2, train=train, settings=settings)
+
+    assert resumed.returncode == 0
+    assert set(resumed.pages()) == {f"{site.url}/", f"{site.url}/on.html"}
+    assert None not in {score for _, score in resumed.rows("SELECT url, relevance FROM pages")}
+    # Every HTML page but the sample (21 and the seed), each scored once over the two runs.
+    assert scored_first + resumed.stats["topic/scored"] == 22
+    assert "/deeper.html" not in site.paths()

@@ -41,6 +41,8 @@ DOWNLOADER_MIDDLEWARES = {
     # Replaced by topicspider's own, below.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    # Nothing goes out before the topic is ready (a resumed crawl), samples aside.
+    "topicspider.middlewares.topicgate.TopicGateMiddleware": 40,
     # Before robots.txt is fetched for a site we are not crawling.
     "topicspider.middlewares.scope.SiteScopeMiddleware": 50,
     "topicspider.middlewares.robots.RobotsTxtMiddleware": 100,

@@ -30,6 +30,8 @@ from parsel import Selector
 from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds
@@ -79,6 +81,9 @@ class TopicSpider(scrapy.Spider):
         self.seed_urls = parse_seeds(seeds) if seeds.strip() or not self.topic_arguments.samples else []
         self.max_depth = parse_depth(depth)
         self.topic: Topic | None = None
+        self._topic_settled = not self.topic_arguments.wanted
+        self._topic_failed = False
+        self._topic_waiters: list[Deferred[None]] = []
 
     @classmethod
     def check_arguments(
@@ -129,13 +134,37 @@ class TopicSpider(scrapy.Spider):
     async def _prepare_topic(self) -> None:
         """Build the topic before any seed is requested; a bad one ends the crawl."""
         assert self.topic_builder is not None
+        built = False
         try:
             self.topic = await self.topic_builder.build()
             if self.train_output:
                 await to_thread(self._save_lexicon, self.topic, Path(self.train_output))
+            built = True
         except (ConfigError, OSError) as exc:
             self.logger.error("topicspider: error: %s", exc)
             raise CloseSpider("topic_failed") from None
+        finally:
+            # Whatever happened, requests waiting for the topic must not wait forever.
+            self._settle_topic(failed=not built)
+
+    async def wait_for_topic(self) -> None:
+        """Return once the topic is built; raise IgnoreRequest if it could not be."""
+        if self._topic_settled:
+            if self._topic_failed:
+                raise IgnoreRequest("no topic: it could not be built")
+            return
+        waiter: Deferred[None] = Deferred()
+        self._topic_waiters.append(waiter)
+        await maybe_deferred_to_future(waiter)
+
+    def _settle_topic(self, failed: bool) -> None:
+        self._topic_settled, self._topic_failed = True, failed
+        waiters, self._topic_waiters = self._topic_waiters, []
+        for waiter in waiters:
+            if failed:
+                waiter.errback(IgnoreRequest("no topic: it could not be built"))
+            else:
+                waiter.callback(None)
 
     def _save_lexicon(self, topic: Topic, path: Path) -> None:
         header = [f"topicspider topic, trained from {len(self.topic_arguments.samples)} samples", "term<TAB>weight"]
