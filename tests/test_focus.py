@@ -61,15 +61,15 @@ def test_focused_crawl_stores_relevant_pages_and_follows_only_their_links(mixed_
     scores = crawl_log(result.workdir)
     assert float(scores["off.html"]) == 0.0 and float(scores[""]) == 0.0
     assert float(scores["on.html"]) == pytest.approx(stored[f"{site.url}/on.html"], abs=1e-4)
-    assert scores["notes"] == "-"  # not HTML: not scored, no error
+    assert float(scores["notes"]) == 0.0  # not HTML: no text to score, 0, no error
     stats = result.stats
-    assert stats["topic/scored"] == 4 and stats["topic/relevant"] == 2 and stats["topic/irrelevant"] == 2
+    assert stats["topic/scored"] == 5 and stats["topic/relevant"] == 2 and stats["topic/irrelevant"] == 3
     assert stats["topic/dropped_irrelevant"] == 2 and stats["topic/links_not_followed"] == 1
     assert "spider_exceptions/count" not in stats
     report = result.report
-    assert report["harvest_rate"] == 0.5 and report["pages_relevant"] == 2
-    assert sum(report["relevance_histogram"].values()) == 4
-    assert report["relevance_histogram"]["0.0"] == 2
+    assert report["harvest_rate"] == 0.4 and report["pages_relevant"] == 2
+    assert sum(report["relevance_histogram"].values()) == 5
+    assert report["relevance_histogram"]["0.0"] == 3
     assert "relevance histogram" in result.stdout and "harvest rate" in result.stdout
 
 
@@ -250,3 +250,24 @@ def test_a_resumed_crawl_scores_every_page(tmp_path, serve, crawl):
     # Every HTML page but the sample (21 and the seed), each scored once over the two runs.
     assert scored_first + resumed.stats["topic/scored"] == 22
     assert "/deeper.html" not in site.paths()
+
+
+def test_fetch_log_lines_of_pages_the_spider_never_reads(tmp_path, serve, crawl):
+    root = tmp_path / "site"
+    write_site(root, {"index.html": ("首页", OFF_TOPIC, ["refresh.html", "moved.html"]),
+                      "target.html": ("电子表格", ON_TOPIC, [])})
+    (root / "refresh.html").write_text('<html><head><meta http-equiv="refresh" content="0; url=target.html">'
+                                       "</head><body>电子表格</body></html>", encoding="utf-8")
+    (root / "moved.html").write_text("")
+    (root / "moved.html.headers").write_text("Status: 301\nLocation: /target.html\n")
+    site = serve(root)
+    result = crawl(site.url + "/", depth=2, topic=KEYWORDS)
+
+    lines = [line.split("\t") for line in (result.workdir / "crawl.log").read_text("utf-8").splitlines()]
+    pages = [(url.split("/", 3)[3], status, score) for _, url, status, depth, score in lines if depth != "-"]
+    assert ("refresh.html", "200", "-") in pages and ("moved.html", "301", "-") in pages
+    assert [path for path, *_ in pages].count("target.html") == 1
+    target = next(index for index, (path, *_) in enumerate(pages) if path == "target.html")
+    # The refreshed page's line is written when its successor is scheduled, not at the end.
+    assert pages.index(("refresh.html", "200", "-")) < target
+    assert float(pages[target][2]) > 0

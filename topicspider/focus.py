@@ -11,6 +11,7 @@ Settings: ``TOPIC_SEGMENTER``, ``TOPIC_USER_DICT``, ``TOPIC_TOP_K``, ``TOPIC_MAX
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import DeferredList
 
-from topicspider.config import ConfigError, get_float, get_int, parse_list
+from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_list
 from topicspider.encoding import better_encoding
 from topicspider.extract import extract_text, extract_title
 from topicspider.reactor_tools import to_thread
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PLAIN_TEXT_SUFFIXES = frozenset({".txt", ".text", ".md"})
+HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".shtml"})
 
 
 @dataclass(frozen=True)
@@ -75,14 +77,36 @@ def _sample(source: str) -> str:
     path = Path(source)
     if not path.is_file():
         raise ConfigError(f"training sample {source!r} is neither an http(s) URL nor a readable file")
+    if path.suffix.lower() not in HTML_SUFFIXES | PLAIN_TEXT_SUFFIXES:
+        kinds = ", ".join(sorted(HTML_SUFFIXES | PLAIN_TEXT_SUFFIXES))
+        raise ConfigError(f"training sample {source!r} is not an HTML or text file ({kinds})")
     return str(path)
 
 
 def check_topic_settings(settings: BaseSettings) -> None:
-    check_segmenter_name(settings.get("TOPIC_SEGMENTER"))
+    """Raise :class:`ConfigError` for a topic setting no crawl could use."""
+    backend = settings.get("TOPIC_SEGMENTER")
+    check_segmenter_name(backend)
+    if importlib.util.find_spec(backend) is None:
+        raise ConfigError(f"TOPIC_SEGMENTER is {backend!r} but {backend} is not installed: pip install {backend}")
     user_dict = settings.get("TOPIC_USER_DICT") or ""
     if user_dict:
         read_user_dict(Path(user_dict))
+    highest = get_float(settings, "TOPIC_TITLE_WEIGHT") + get_float(settings, "TOPIC_BODY_WEIGHT")
+    if highest <= 0:
+        raise ConfigError("TOPIC_TITLE_WEIGHT and TOPIC_BODY_WEIGHT cannot both be 0")
+    threshold = get_float(settings, "TOPIC_THRESHOLD")
+    if threshold > highest:
+        raise ConfigError(f"TOPIC_THRESHOLD {threshold} is above the highest possible score, {highest}")
+
+
+def check_topic_arguments(settings: BaseSettings, arguments: TopicArguments) -> None:
+    """Raise :class:`ConfigError` for settings that need a topic, or samples, and lack them."""
+    if settings.get("TOPIC_TRAIN_OUTPUT") and not arguments.samples:
+        raise ConfigError("TOPIC_TRAIN_OUTPUT needs training samples: -a train=URL_OR_PATH[,...]")
+    if get_bool(settings, "TOPIC_BEST_FIRST") and not arguments.wanted:
+        # Without a topic every priority is the same, and the level barrier would be off.
+        raise ConfigError("TOPIC_BEST_FIRST needs a topic: -a topic=... or -a train=...")
 
 
 def page_words(response: Response) -> tuple[str, str]:
@@ -115,8 +139,6 @@ class TopicBuilder:
         self.max_chars = get_int(settings, "TOPIC_MAX_CHARS")
         self.title_weight = get_float(settings, "TOPIC_TITLE_WEIGHT")
         self.body_weight = get_float(settings, "TOPIC_BODY_WEIGHT")
-        if self.title_weight + self.body_weight <= 0:
-            raise ConfigError("TOPIC_TITLE_WEIGHT and TOPIC_BODY_WEIGHT cannot both be 0")
         self.sample_text_max_chars = get_int(settings, "EXTRACT_TEXT_MAX_CHARS")
 
     async def build(self) -> Topic:
@@ -132,14 +154,18 @@ class TopicBuilder:
         results = await maybe_deferred_to_future(
             DeferredList([deferred_from_coro(self._sample_text(source)) for source in samples], consumeErrors=True)
         )
-        texts = []
+        texts: list[str] = []
         for source, (ok, value) in zip(samples, results, strict=True):
             if not ok:
                 raise ConfigError(f"training sample {source} could not be read: {value.getErrorMessage()}")
             texts.append(value)
         documents = await to_thread(lambda: [segmenter.terms(text) for text in texts])
+        for source, document in zip(samples, documents, strict=True):
+            if not document:
+                raise ConfigError(f"training sample {source} holds no words to learn from")
         lexicon = train_lexicon(documents, self.top_k)
-        logger.info("Topic trained from %d samples: %d terms, the heaviest %s", len(samples), len(lexicon), ", ".join(list(lexicon.weights)[:10]))
+        logger.info("Topic trained from %d samples: %d terms, the heaviest %s",
+                    len(samples), len(lexicon), ", ".join(list(lexicon.weights)[:10]))
         return lexicon
 
     async def _sample_text(self, source: str) -> str:
@@ -147,7 +173,8 @@ class TopicBuilder:
             response = await self._download(source)
         else:
             response = await to_thread(_file_response, Path(source))
-        title, text = page_words(response)
+        # Parsing a page of up to DOWNLOAD_MAXSIZE is no work for the reactor thread.
+        title, text = await to_thread(page_words, response)
         if not (title or text).strip():
             raise ValueError("it holds no text")
         return f"{title}\n{text[: self.sample_text_max_chars]}"

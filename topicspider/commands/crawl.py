@@ -40,9 +40,11 @@ class Command(ScrapyCrawlCommand):
         crawler = self._create_crawler(args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1  # the crawler never started: it has no stats
+            return
         reason = crawler.stats.get_value("finish_reason") if crawler.stats is not None else None
-        failed = getattr(crawler.spidercls, "FAILED_REASONS", frozenset())
-        if self.crawler_process.bootstrap_failed or reason in failed:
+        if reason in getattr(crawler.spidercls, "FAILED_REASONS", frozenset()):
             self.exitcode = 1
 
     def _preflight(self, spider_name: str, spider_args: dict[str, Any]) -> None:
@@ -50,5 +52,5 @@ class Command(ScrapyCrawlCommand):
         spider_class = self.crawler_process.spider_loader.load(spider_name)
         check_arguments = getattr(spider_class, "check_arguments", None)
         if check_arguments is not None:
-            check_arguments(**spider_args, need_seeds=self.need_seeds)
+            check_arguments(**spider_args, need_seeds=self.need_seeds, settings=self.settings)
         check_settings(self.settings, database=self.stores_pages)

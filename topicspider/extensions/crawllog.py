@@ -4,9 +4,11 @@
 Enabled by ``topicspider.extensions.crawllog.CrawlLog`` in ``EXTENSIONS``; writes to
 ``CRAWL_LOG`` (appending; an empty value turns it off). Redirect hops and robots.txt
 fetches are downloads too and get their own lines; ``depth`` is ``-`` for the latter.
-``relevance`` is the page's topic score, ``-`` when nothing was scored (no topic, not
-HTML, an error status, a redirect). A page's line is written once the spider has read
-it, so that irrelevant pages, which are not stored, still show their score here.
+``relevance`` is the page's topic score, ``-`` when nothing was scored (no topic, an
+error status, a redirect). A page's line is written once the spider has read it, so
+that irrelevant pages, which are not stored, still show their score here; the line of
+a page that never reaches the spider (a meta refresh) is written when the request it
+turned into is scheduled, else at the end.
 """
 
 from __future__ import annotations
@@ -27,8 +29,7 @@ if TYPE_CHECKING:
 
     from topicspider.topic.score import Relevance
 
-# Lines waiting for their page's score beyond this many are written without it: a page
-# a middleware turned into another request (a meta refresh) is never scored.
+# Lines waiting for their page's score beyond this many are written without it.
 MAX_PENDING = 10_000
 
 
@@ -36,7 +37,8 @@ class CrawlLog:
     def __init__(self, path: str) -> None:
         self.path = path
         self.file: IO[str] | None = None
-        self.pending: OrderedDict[str, list[str]] = OrderedDict()  # url -> fields of its lines
+        # The download's request -> (its URL, the fields of its line), waiting for a score.
+        self.pending: OrderedDict[Request, tuple[str, str]] = OrderedDict()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlLog:
@@ -48,6 +50,7 @@ class CrawlLog:
         crawler.signals.connect(extension.close, signal=signals.spider_closed)
         crawler.signals.connect(extension.log_response, signal=signals.response_downloaded)
         crawler.signals.connect(extension.log_score, signal=page_scored)
+        crawler.signals.connect(extension.request_scheduled, signal=signals.request_scheduled)
         return extension
 
     def open(self) -> None:
@@ -60,21 +63,29 @@ class CrawlLog:
         if depth is not None and 200 <= response.status < 300:
             # A page for the spider: its line waits for its score.
             self._flush_pending(MAX_PENDING - 1)
-            earlier = self.pending.pop(response.url, None)
-            if earlier is not None:  # the same URL again (dont_filter): keep both lines
-                self._write(earlier, None)
-            self.pending[response.url] = fields
+            self.pending[request] = (response.url, fields)
         else:
             self._write(fields, None)
 
     def log_score(self, response: Response, relevance: Relevance | None) -> None:
-        fields = self.pending.pop(response.url, None)
-        if fields is not None:
-            self._write(fields, relevance)
+        entry = self.pending.pop(response.request, None) if response.request is not None else None
+        if entry is not None:
+            self._write(entry[1], relevance)
+
+    def request_scheduled(self, request: Request) -> None:
+        redirected = request.meta.get("redirect_urls")
+        if not redirected or not self.pending:
+            return
+        # A 2xx page a middleware turned into a new request (a meta refresh): the spider
+        # will never score it.
+        for old_request, (url, fields) in list(self.pending.items()):
+            if url == redirected[-1]:
+                del self.pending[old_request]
+                self._write(fields, None)
 
     def _flush_pending(self, keep: int) -> None:
         while len(self.pending) > keep:
-            _, fields = self.pending.popitem(last=False)
+            _, (_, fields) = self.pending.popitem(last=False)
             self._write(fields, None)
 
     def _write(self, fields: str, relevance: Relevance | None) -> None:

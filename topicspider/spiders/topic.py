@@ -35,8 +35,8 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds
-from topicspider.extract import RawLink, base_url, extract_emails, extract_links, extract_text, extract_title, truncate
-from topicspider.focus import TopicArguments, TopicBuilder, parse_topic_arguments
+from topicspider.extract import base_url, extract_emails, extract_links, extract_text, extract_title, truncate
+from topicspider.focus import TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments
 from topicspider.items import PageItem
 from topicspider.middlewares.robots import RobotsUnreachable
 from topicspider.reactor_tools import to_thread
@@ -48,6 +48,7 @@ from topicspider.urls import BadURL, canonical_url, has_public_suffix, non_page_
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
 
 
 TITLE_MAX_CHARS = 1000
@@ -55,6 +56,10 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # Best-first link priorities run from 0 to this; depth (DEPTH_PRIORITY) only breaks ties.
 PRIORITY_SCALE = 1000
 HISTOGRAM_STEP = 0.5
+NOT_SCORED = Relevance(0.0, 0.0, 0.0)
+# Best-first scores the anchor texts of a page's first links only: a page of links
+# must not hold the reactor (the rest get their parent's share alone).
+ANCHORS_SCORED_PER_PAGE = 500
 
 
 def is_html(response: Response) -> bool:
@@ -87,9 +92,18 @@ class TopicSpider(scrapy.Spider):
 
     @classmethod
     def check_arguments(
-        cls, seeds: str = "", depth: str | int = 3, topic: str = "", train: str = "", *, need_seeds: bool = True, **others: Any
+        cls,
+        seeds: str = "",
+        depth: str | int = 3,
+        topic: str = "",
+        train: str = "",
+        *,
+        need_seeds: bool = True,
+        settings: BaseSettings | None = None,
+        **others: Any,
     ) -> None:
-        """Raise :class:`~topicspider.config.ConfigError` for bad ``-a`` arguments."""
+        """Raise :class:`~topicspider.config.ConfigError` for bad ``-a`` arguments, or for
+        ``settings`` that these arguments cannot satisfy."""
         # Names starting with "_" are the job server's (scrapyd passes _job).
         unknown = sorted(name for name in others if not name.startswith("_"))
         if unknown:
@@ -98,7 +112,9 @@ class TopicSpider(scrapy.Spider):
         if need_seeds or seeds.strip():
             parse_seeds(seeds)
         parse_depth(depth)
-        parse_topic_arguments(topic, train)
+        arguments = parse_topic_arguments(topic, train)
+        if settings is not None:
+            check_topic_arguments(settings, arguments)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TopicSpider:
@@ -113,8 +129,7 @@ class TopicSpider(scrapy.Spider):
         spider.follow_all = get_bool(settings, "TOPIC_FOLLOW_ALL")
         spider.best_first = get_bool(settings, "TOPIC_BEST_FIRST")
         spider.train_output = settings.get("TOPIC_TRAIN_OUTPUT") or ""
-        if spider.train_output and not spider.topic_arguments.samples:
-            raise ConfigError("TOPIC_TRAIN_OUTPUT needs training samples: -a train=URL_OR_PATH[,...]")
+        check_topic_arguments(settings, spider.topic_arguments)
         if not spider.seed_urls and not spider.train_output:
             raise ConfigError("no seed URLs given: use -a seeds=URL[,URL...] or -a seeds=@file")
         spider.topic_builder = TopicBuilder(crawler, spider.topic_arguments) if spider.topic_arguments.wanted else None
@@ -187,7 +202,8 @@ class TopicSpider(scrapy.Spider):
             site = site_of(response.url)
         if not is_html(response):
             self._count("pages/not_html")
-            self._scored(response, None)
+            # Not text to score: 0 against a topic, counted as any page.
+            self._scored(response, self._record(NOT_SCORED) if self.topic is not None else None)
             return
         # Not response.selector: it resolves <base href> eagerly and a malformed one
         # ("http://[oops") would raise and lose the page.
@@ -218,8 +234,12 @@ class TopicSpider(scrapy.Spider):
         self.crawler.stats.inc_value("topic/score_seconds", perf_counter() - started)
         item.relevance = round(relevance.score, 6)
         item.relevant = relevance.score >= self.threshold
+        return self._record(relevance)
+
+    def _record(self, relevance: Relevance) -> Relevance:
+        relevant = relevance.score >= self.threshold
         self._count("topic/scored")
-        self._count("topic/relevant" if item.relevant else "topic/irrelevant")
+        self._count("topic/relevant" if relevant else "topic/irrelevant")
         bucket = math.floor(relevance.score / HISTOGRAM_STEP) * HISTOGRAM_STEP
         self._count(f"topic/histogram/{bucket:.1f}")
         return relevance
@@ -258,6 +278,7 @@ class TopicSpider(scrapy.Spider):
     def _follow(self, response: HtmlResponse, root: Any, site: str, depth: int, relevance: Relevance | None) -> Iterator[Request]:
         links, malformed = extract_links(root, base_url(root, response.url))
         counts: Counter[str] = Counter({"links/dropped/malformed": malformed} if malformed else {})
+        anchors_left = ANCHORS_SCORED_PER_PAGE
         seen: set[str] = set()
         for link in links:
             reason = non_page_reason(link.url)
@@ -283,18 +304,19 @@ class TopicSpider(scrapy.Spider):
             if depth < self.max_depth:
                 request = self._request(url, site)
                 if self.best_first and self.topic is not None and relevance is not None:
-                    request.priority = self._link_priority(relevance, link)
+                    request.priority = self._link_priority(relevance, link.text if anchors_left > 0 else "")
+                    anchors_left -= 1
                 yield request
         # One stats call per key and page, not per link.
         for key, count in counts.items():
             self._count(key, count)
 
-    def _link_priority(self, parent: Relevance, link: RawLink) -> int:
+    def _link_priority(self, parent: Relevance, anchor_text: str) -> int:
         """Best-first: half the parent's relevance (as a share of the highest possible),
         half the anchor text's similarity to the topic."""
         assert self.topic is not None
         parent_share = min(parent.score / self.topic.max_score, 1.0)
-        anchor = self.topic.similarity(link.text)
+        anchor = self.topic.similarity(anchor_text)
         return round(PRIORITY_SCALE * (parent_share + anchor) / 2)
 
     def on_error(self, failure: Failure) -> None:
