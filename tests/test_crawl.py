@@ -282,7 +282,7 @@ def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):
     (["-s", "CONCURRENT_REQUESTS=0"], "CONCURRENT_REQUESTS must be at least 1, got 0"),
     (["-s", "CRAWL_LOG=/no/such/dir/crawl.log"], "CRAWL_LOG '/no/such/dir/crawl.log': directory '/no/such/dir' does not exist"),
     (["-s", "STATS_FILE=/no/such/dir/s.json"], "STATS_FILE '/no/such/dir/s.json': directory '/no/such/dir' does not exist"),
-    (["-a", "dept=0"], "unknown spider argument 'dept' (known: seeds, depth)"),
+    (["-a", "dept=0"], "unknown spider argument 'dept' (known: seeds, depth, topic, train)"),
     (["-a", "seeds=http://bob:s3cret@exa mple.com/"], "bad seed URL 'http://bob:***@exa mple.com/': white space in the host"),
     (["-s", "DATABASE_URL=sqlite://me:hunter2@host/x.db"], "DATABASE_URL 'sqlite://me:***@host/x.db': use sqlite:///path"),
 ])

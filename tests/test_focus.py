@@ -105,13 +105,20 @@ def test_empty_page_scores_zero(tmp_path, serve, crawl):
     assert "spider_exceptions/count" not in result.stats
 
 
-def test_topic_file_with_weights(mixed_site, serve, crawl, tmp_path):
+def test_topic_file_weights_decide(serve, crawl, tmp_path):
     topic = tmp_path / "topic.txt"
     topic.write_text("# spreadsheets\n电子表格 3\n公式 1\n", encoding="utf-8")
-    site = serve(mixed_site)
-    result = crawl(site.url + "/", depth=1, topic=f"@{topic}")
+    root = tmp_path / "site"
+    write_site(root, {"index.html": ("首页", OFF_TOPIC, ["heavy.html", "light.html"]),
+                      "heavy.html": ("电子表格", OFF_TOPIC, []), "light.html": ("公式", OFF_TOPIC, [])})
+    site = serve(root)
+    # The title is also the page's <h1>, so B = C: 3/√10 for "电子表格" and 1/√10 for
+    # "公式", A = 5B = 4.74 and 1.58 (3.54 for both with equal weights).
+    result = crawl(site.url + "/", depth=1, topic=f"@{topic}", settings={"TOPIC_THRESHOLD": 2})
 
-    assert set(result.pages()) == {f"{site.url}/on.html"}
+    assert set(result.pages()) == {f"{site.url}/heavy.html"}
+    scores = dict(result.rows("SELECT url, relevance FROM pages"))
+    assert scores[f"{site.url}/heavy.html"] == pytest.approx(5 * 3 / 10**0.5, abs=1e-4)
 
 
 def test_train_from_urls_and_files_then_crawl(mixed_site, serve, crawl, tmp_path):
@@ -180,13 +187,35 @@ def test_empty_topic_file_is_refused(mixed_site, serve, crawl, tmp_path):
     assert site.requests() == []
 
 
-@pytest.mark.parametrize(("setting", "value"), [("TOPIC_SEGMENTER", "hanlp"), ("TOPIC_THRESHOLD", "-1"),
-                                                ("TOPIC_USER_DICT", "/no/such/dict.txt")])
-def test_bad_topic_settings_stop_before_any_request(mixed_site, serve, crawl, setting, value):
+@pytest.mark.parametrize(
+    ("settings", "arguments", "message"),
+    [
+        ({"TOPIC_SEGMENTER": "hanlp"}, {"topic": KEYWORDS}, "TOPIC_SEGMENTER must be one of jieba, rjieba"),
+        ({"TOPIC_THRESHOLD": "-1"}, {"topic": KEYWORDS}, "TOPIC_THRESHOLD must be at least 0.0"),
+        ({"TOPIC_THRESHOLD": "5.5"}, {"topic": KEYWORDS}, "TOPIC_THRESHOLD 5.5 is above the highest possible score"),
+        ({"TOPIC_TITLE_WEIGHT": "0", "TOPIC_BODY_WEIGHT": "0"}, {"topic": KEYWORDS}, "cannot both be 0"),
+        ({"TOPIC_USER_DICT": "/no/such/dict.txt"}, {"topic": KEYWORDS}, "cannot read TOPIC_USER_DICT"),
+        ({"TOPIC_BEST_FIRST": "True"}, {}, "TOPIC_BEST_FIRST needs a topic"),
+        ({"TOPIC_TRAIN_OUTPUT": "out.txt"}, {"topic": KEYWORDS}, "TOPIC_TRAIN_OUTPUT needs training samples"),
+    ],
+)
+def test_bad_topic_settings_stop_before_any_request(mixed_site, serve, crawl, settings, arguments, message):
     site = serve(mixed_site)
-    result = crawl(site.url + "/", topic=KEYWORDS, settings={setting: value})
+    result = crawl(site.url + "/", settings=settings, **arguments)
 
-    assert result.returncode == 2 and setting in result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("topicspider: error: ")
+    assert message in result.stderr.strip().splitlines()[-1]
+    assert site.requests() == []
+
+
+def test_training_samples_must_be_html_or_text_files(mixed_site, serve, crawl, tmp_path):
+    sample = tmp_path / "report.pdf"
+    sample.write_bytes(b"%PDF-1.4")
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", train=str(sample))
+
+    assert result.returncode == 2 and "is not an HTML or text file" in result.stderr
     assert site.requests() == []
 
 
@@ -214,14 +243,14 @@ def test_best_first_fetches_the_on_topic_link_first(tmp_path, serve, crawl):
 
     breadth_first = crawl(site.url + "/", depth=1, topic=KEYWORDS, settings=settings)
     order = [path for path in site.paths() if path.endswith(".html")]
-    assert order[-1] == "/on.html"
-    log = site.log_path.read_text()
+    assert breadth_first.returncode == 0 and len(order) == 13 and order[-1] == "/on.html"
     site.log_path.write_text("")
     best_first = crawl(site.url + "/", depth=1, topic=KEYWORDS, settings={**settings, "TOPIC_BEST_FIRST": True})
     order = [path for path in site.paths() if path.endswith(".html")]
-    assert breadth_first.returncode == best_first.returncode == 0 and log
+    assert best_first.returncode == 0 and len(order) == 13
+    # The first link may leave before the page's other links are queued; the on-topic
+    # one, last on the page, goes right after.
     assert order.index("/on.html") <= 1, order
-    assert len(order) == 13
 
 
 def test_a_resumed_crawl_scores_every_page(tmp_path, serve, crawl):
