@@ -51,6 +51,7 @@ from topic_corpus import build_corpus, entry_pages
 
 sys.path.insert(0, str(REPO))
 
+from topicspider.localsite import spawn  # noqa: E402
 from topicspider.runner import crawl_command, project_env  # noqa: E402
 
 CORPUS = REPO / "bench" / ".cache" / "topic-corpus"
@@ -76,15 +77,11 @@ class Site:
     """The corpus, served by a ``topicspider.localsite`` subprocess."""
 
     def __init__(self, root: Path) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "topicspider.localsite", str(root), "--port", "0"],
-            stdout=subprocess.PIPE, text=True, cwd=REPO, env=project_env(),
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line.strip().isdigit():
-            raise BenchFailure(f"localsite did not print its port (got {line!r})")
-        self.url = f"http://127.0.0.1:{int(line)}/"
+        try:
+            self.process, port = spawn(root, "--port", "0")
+        except RuntimeError as exc:
+            raise BenchFailure(str(exc)) from None
+        self.url = f"http://127.0.0.1:{port}/"
 
     def stop(self) -> None:
         self.process.terminate()

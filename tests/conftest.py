@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from topicspider.runner import REPO, crawl_command, project_env
+from topicspider.localsite import spawn
+from topicspider.runner import crawl_command, project_env
 
 
 @dataclass
@@ -40,13 +40,8 @@ def serve(tmp_path: Path) -> Iterator[Any]:
 
     def start(root: Path, host: str = "127.0.0.1") -> Site:
         log_path = tmp_path / f"server-{len(processes)}.log"
-        process = subprocess.Popen(
-            [sys.executable, "-m", "topicspider.localsite", str(root), "--log", str(log_path), "--host", host],
-            stdout=subprocess.PIPE, text=True, cwd=REPO,
-        )
+        process, port = spawn(root, "--log", str(log_path), "--host", host)
         processes.append(process)
-        assert process.stdout is not None
-        port = int(process.stdout.readline())
         return Site(f"http://{host}:{port}", log_path)
 
     yield start

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
 import sys
 import threading
 import time
@@ -24,6 +25,8 @@ from html import escape
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
+
+from topicspider.runner import REPO, project_env
 
 
 class SiteHandler(SimpleHTTPRequestHandler):
@@ -176,6 +179,21 @@ def _bfs_depths(links: dict[str, list[str]]) -> dict[str, int]:
                 depths[target] = depths[page] + 1
                 queue.append(target)
     return depths
+
+
+def spawn(root: Path, *options: str) -> tuple[subprocess.Popen[str], int]:
+    """This server on ``root`` in a subprocess (``options`` as on its command line, e.g.
+    ``--log FILE``), with the port it listens on; the caller terminates it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "topicspider.localsite", str(root), *options],
+        stdout=subprocess.PIPE, text=True, cwd=REPO, env=project_env(),
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.strip().isdigit():
+        process.kill()
+        raise RuntimeError(f"topicspider.localsite did not print its port (got {line!r})")
+    return process, int(line)
 
 
 def main(argv: list[str] | None = None) -> None:

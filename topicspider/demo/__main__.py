@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from topicspider.settings import TOPIC_THRESHOLD
-from topicspider.runner import REPO, crawl_command, project_env
+from topicspider.localsite import spawn
+from topicspider.runner import crawl_command, project_env
 
 SITE = Path(__file__).resolve().parent / "site"
 OUTPUT = Path("demo-output")
@@ -23,12 +24,8 @@ TOPIC = "电子表格,公式,单元格,试算表,spreadsheet,formula"
 
 
 def start_site() -> tuple[subprocess.Popen[str], str]:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "topicspider.localsite", str(SITE), "--log", str((OUTPUT / "server.log").resolve())],
-        stdout=subprocess.PIPE, text=True, cwd=REPO,
-    )
-    assert server.stdout is not None
-    return server, f"http://127.0.0.1:{int(server.stdout.readline())}/"
+    server, port = spawn(SITE, "--log", str((OUTPUT / "server.log").resolve()))
+    return server, f"http://127.0.0.1:{port}/"
 
 
 def run_crawl(seed: str) -> int:

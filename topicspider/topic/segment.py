@@ -1,8 +1,9 @@
 """Word segmentation for topic scoring, with no Scrapy dependency.
 
-Chinese is cut by jieba in precise mode (or by rjieba, the same dictionary and
-algorithm in Rust, ``TOPIC_SEGMENTER = "rjieba"``); English words come out whole and
-are lower-cased. A term must hold a letter or a Han character, be at least two
+Chinese is cut by jieba's algorithm and dictionary in precise mode, through rjieba
+(its Rust port, the default) or jieba itself (``TOPIC_SEGMENTER``); ASCII punctuation
+next to a letter or digit is set apart first, so that both cut alike. English words
+come out whole and are lower-cased. A term must hold a letter or a Han character, be at least two
 characters long (unless it is a word the topic or user dictionary names) and not be a
 stopword. The segmenter's dictionary is loaded once per process.
 """
@@ -25,8 +26,8 @@ MIN_TERM_CHARS = 2
 # Longer "words" are runs of letters with no spaces: base64, hashes, minified code.
 MAX_TERM_CHARS = 40
 Cut = Callable[[str], list[str]]
-# jieba keeps a decimal ("3.1", "v2.24") whole, as its finalseg does.
-ASCII_RUNS = re.compile(r"[A-Za-z0-9]+(?:\.\d+)?%?|[^A-Za-z0-9]")
+_PUNCT = r"[!-/:-@\[-`{-~]"
+PUNCT_BY_ALNUM = re.compile(rf"(?<=[A-Za-z0-9]){_PUNCT}+|{_PUNCT}+(?=[A-Za-z0-9])")
 
 _load_lock = threading.Lock()
 
@@ -45,29 +46,22 @@ def _backend(name: str) -> tuple[Cut, Callable[[str], None]]:
 
         jieba.setLogLevel(logging.WARNING)
         jieba.initialize()
-        return (lambda text: jieba.lcut(text, HMM=True)), jieba.add_word
+        return (lambda text: jieba.lcut(_spaced(text), HMM=True)), jieba.add_word
     if name == "rjieba":
         try:
             import rjieba
         except ImportError:
             raise ConfigError("TOPIC_SEGMENTER is 'rjieba' but rjieba is not installed: pip install rjieba") from None
         # rjieba's add_word wants freq and tag; None lets it pick a frequency, as jieba does.
-        return (lambda text: _as_jieba_cuts(rjieba.cut(text, hmm=True))), (lambda word: rjieba.add_word(word, None, None))
+        return (lambda text: rjieba.cut(_spaced(text), hmm=True)), (lambda word: rjieba.add_word(word, None, None))
     raise ConfigError(f"TOPIC_SEGMENTER must be one of {', '.join(SEGMENTERS)}, got {name!r}")
 
 
-def _as_jieba_cuts(tokens: list[str]) -> list[str]:
-    """rjieba's tokens cut as jieba cuts them: rjieba keeps ``grub.cfg``, ``grub-pc`` and
-    ``3.1.2`` whole, jieba splits ASCII at anything but letters and digits."""
-    if all(token.isalnum() or not token.isascii() for token in tokens):
-        return tokens
-    cut: list[str] = []
-    for token in tokens:
-        if token.isascii() and not token.isalnum():
-            cut.extend(ASCII_RUNS.findall(token))
-        else:
-            cut.append(token)
-    return cut
+def _spaced(text: str) -> str:
+    """``text`` with ASCII punctuation that touches a letter or digit set apart, so that
+    both segmenters split ``grub.cfg``, ``grub-pc`` and ``3.1.2`` alike (rjieba would
+    keep them whole, jieba keeps decimals), at the cost of one C-level pass."""
+    return PUNCT_BY_ALNUM.sub(r" \g<0> ", text)
 
 
 def check_segmenter_name(name: str) -> None:
@@ -116,12 +110,17 @@ class Segmenter:
         return [term for term in (token.strip() for token in self._tokens(text)) if self.is_term(term)]
 
     def count(self, text: str, vocabulary: Container[str]) -> Counter[str]:
-        """How often each word of ``vocabulary`` (lower-case terms) occurs in ``text``.
+        """How often each word of ``vocabulary`` (lower-case terms, added to the
+        dictionary as such) occurs in ``text``.
 
-        The same words as :meth:`terms` would find, but only a set look-up per token:
-        scoring needs no stopword or shape checks, as a topic holds terms only.
+        The words :meth:`terms` would find, but with a set look-up per token only, since
+        a topic holds terms only; and the text is lower-cased before the cut, so that a
+        keyword such as ``iphone手机`` also matches ``iPhone手机``.
         """
-        return Counter(token for token in self._tokens(text) if token in vocabulary)
+        if self._cut is None:
+            self.load()
+        assert self._cut is not None
+        return Counter(token for token in self._cut(text.lower()) if token in vocabulary)
 
     def _tokens(self, text: str) -> list[str]:
         if self._cut is None:
