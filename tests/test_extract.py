@@ -136,3 +136,9 @@ def test_bracket_and_at_forms_that_normalise_to_an_address(text):
 def test_text_with_control_characters_is_kept_without_them():
     root = document_fromstring("<p>a\x01b</p><p>c</p>x<div>y\x02</div>z")
     assert extract_text(root) == "ab c x y z"
+
+
+def test_addresses_far_into_a_long_text_and_no_false_ones_from_a_window_edge():
+    assert emails_in_text("文字 " * 2000 + "写信给 abc@example.com 吧" + " 文字" * 2000) == ["abc@example.com"]
+    # A run longer than the window around the at sign is still one word, not an address.
+    assert emails_in_text("x" * 2000 + "@example.com") == []

@@ -42,6 +42,9 @@ _OPEN, _CLOSE = r"[\[\(\{<]", r"[\]\)\}>]"
 OBFUSCATED_AT = re.compile(rf"\s*{_OPEN}\s*(?:at|@)\s*{_CLOSE}\s*", re.IGNORECASE)
 OBFUSCATED_DOT = re.compile(rf"\s*{_OPEN}\s*(?:dot|\.)\s*{_CLOSE}\s*", re.IGNORECASE)
 EMAIL_MAX_CHARS = 254
+# Characters kept on each side of an at sign: an address of EMAIL_MAX_CHARS written
+# as "name [at] host [dot] com" is about twice as long.
+HINT_WINDOW = 2 * EMAIL_MAX_CHARS + 64
 # What must be in a text, before NFKC, for it to hold an address: an at sign (ASCII,
 # full-width, small form) or a bracketed "at". Most pages have none, and skip the
 # normalisation of their whole text.
@@ -109,7 +112,8 @@ def emails_in_text(text: str) -> list[str]:
 
     Full-width forms (``＠``) and the ``name [at] host [dot] com`` family are undone first.
     """
-    if not EMAIL_HINT.search(text):
+    text = _around_hints(text)
+    if not text:
         return []
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
@@ -126,6 +130,23 @@ def emails_in_text(text: str) -> list[str]:
             continue
         found.setdefault(address, None)
     return list(found)
+
+
+def _around_hints(text: str) -> str:
+    """The parts of ``text`` around its at signs, or "" when it has none: an address
+    lies within ``HINT_WINDOW`` characters of its at sign, and normalising a whole long
+    page for the one address in its footer cost more than scoring it."""
+    spans: list[list[int]] = []
+    for match in EMAIL_HINT.finditer(text):
+        start, end = max(0, match.start() - HINT_WINDOW), match.end() + HINT_WINDOW
+        # Never start inside a word: "…xyz@a.cn" must not become the address "yz@a.cn".
+        while start > 0 and not text[start - 1].isspace():
+            start -= 1
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = end
+        else:
+            spans.append([start, end])
+    return "\n".join(text[start:end] for start, end in spans)
 
 
 def emails_in_mailto(hrefs: list[str]) -> list[str]:

@@ -1,9 +1,10 @@
 """Word segmentation for topic scoring, with no Scrapy dependency.
 
 Chinese is cut by jieba's algorithm and dictionary in precise mode, through rjieba
-(its Rust port, the default) or jieba itself (``TOPIC_SEGMENTER``); ASCII punctuation
-next to a letter or digit is set apart first, so that both cut alike. English words
-come out whole and are lower-cased. A term must hold a letter or a Han character, be at least two
+(its Rust port, the default) or jieba itself (``TOPIC_SEGMENTER``). rjieba keeps runs
+such as ``grub.cfg`` or ``debian-policy`` whole where jieba splits them; such runs are
+split as jieba splits them, so that both give the same terms. English words come out
+whole and are lower-cased. A term must hold a letter or a Han character, be at least two
 characters long (unless it is a word the topic or user dictionary names) and not be a
 stopword. The segmenter's dictionary is loaded once per process.
 """
@@ -14,7 +15,7 @@ import logging
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Collection, Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -26,8 +27,12 @@ MIN_TERM_CHARS = 2
 # Longer "words" are runs of letters with no spaces: base64, hashes, minified code.
 MAX_TERM_CHARS = 40
 Cut = Callable[[str], list[str]]
-_PUNCT = r"[!-/:-@\[-`{-~]"
-PUNCT_BY_ALNUM = re.compile(rf"(?<=[A-Za-z0-9]){_PUNCT}+|{_PUNCT}+(?=[A-Za-z0-9])")
+# How jieba cuts an ASCII run that holds more than letters and digits: letters and
+# digits apart from the rest, a decimal ("3.1", "v2.24") whole.
+ASCII_RUNS = re.compile(r"[A-Za-z0-9]+(?:\.\d+)?%?|[^A-Za-z0-9]")
+# The runs rjieba keeps whole and jieba splits: letters and digits joined by the
+# punctuation both segmenters count as part of a word.
+JOINED_ASCII = re.compile(r"[A-Za-z0-9]+(?:[+#&._%-]+[A-Za-z0-9]+)+")
 
 _load_lock = threading.Lock()
 
@@ -46,22 +51,26 @@ def _backend(name: str) -> tuple[Cut, Callable[[str], None]]:
 
         jieba.setLogLevel(logging.WARNING)
         jieba.initialize()
-        return (lambda text: jieba.lcut(_spaced(text), HMM=True)), jieba.add_word
+        return (lambda text: jieba.lcut(text, HMM=True)), jieba.add_word
     if name == "rjieba":
         try:
             import rjieba
         except ImportError:
             raise ConfigError("TOPIC_SEGMENTER is 'rjieba' but rjieba is not installed: pip install rjieba") from None
         # rjieba's add_word wants freq and tag; None lets it pick a frequency, as jieba does.
-        return (lambda text: rjieba.cut(_spaced(text), hmm=True)), (lambda word: rjieba.add_word(word, None, None))
+        return (lambda text: rjieba.cut(text, hmm=True)), (lambda word: rjieba.add_word(word, None, None))
     raise ConfigError(f"TOPIC_SEGMENTER must be one of {', '.join(SEGMENTERS)}, got {name!r}")
 
 
-def _spaced(text: str) -> str:
-    """``text`` with ASCII punctuation that touches a letter or digit set apart, so that
-    both segmenters split ``grub.cfg``, ``grub-pc`` and ``3.1.2`` alike (rjieba would
-    keep them whole, jieba keeps decimals), at the cost of one C-level pass."""
-    return PUNCT_BY_ALNUM.sub(r" \g<0> ", text)
+def _as_jieba_cuts(tokens: list[str]) -> list[str]:
+    """rjieba's tokens cut as jieba cuts them."""
+    cut: list[str] = []
+    for token in tokens:
+        if token.isascii() and not token.isalnum():
+            cut.extend(ASCII_RUNS.findall(token))
+        else:
+            cut.append(token)
+    return cut
 
 
 def check_segmenter_name(name: str) -> None:
@@ -107,27 +116,37 @@ class Segmenter:
 
     def terms(self, text: str) -> list[str]:
         """Every term of ``text``, in order: what training learns from."""
-        return [term for term in (token.strip() for token in self._tokens(text)) if self.is_term(term)]
+        tokens = self._cut_text(text)
+        if self.backend == "rjieba":
+            tokens = _as_jieba_cuts(tokens)
+        return [term for term in (token.strip().lower() for token in tokens) if self.is_term(term)]
 
-    def count(self, text: str, vocabulary: Container[str]) -> Counter[str]:
+    def count(self, text: str, vocabulary: Collection[str]) -> Counter[str]:
         """How often each word of ``vocabulary`` (lower-case terms, added to the
         dictionary as such) occurs in ``text``.
 
-        The words :meth:`terms` would find, but with a set look-up per token only, since
-        a topic holds terms only; and the text is lower-cased before the cut, so that a
-        keyword such as ``iphone手机`` also matches ``iPhone手机``.
+        The words :meth:`terms` would find, with a set look-up per token only, since a
+        topic holds terms only; the text is lower-cased before the cut, so that a keyword
+        such as ``iphone手机`` also matches ``iPhone手机``.
         """
-        if self._cut is None:
-            self.load()
-        assert self._cut is not None
-        return Counter(token for token in self._cut(text.lower()) if token in vocabulary)
+        text = text.lower()
+        tokens = Counter(self._cut_text(text))  # counted in C
+        counts = Counter({term: tokens[term] for term in vocabulary if term in tokens})
+        if self.backend == "rjieba":
+            # The words inside the runs rjieba kept whole ("debian" in "debian-policy"),
+            # found by one C-level search instead of a look at every token.
+            for run in set(JOINED_ASCII.findall(text)):
+                if run in tokens:
+                    for piece in ASCII_RUNS.findall(run):
+                        if piece in vocabulary:
+                            counts[piece] += tokens[run]
+        return counts
 
-    def _tokens(self, text: str) -> list[str]:
+    def _cut_text(self, text: str) -> list[str]:
         if self._cut is None:
             self.load()
         assert self._cut is not None
-        # Lower-cased after the cut: the dictionary knows words such as "T恤".
-        return [token.lower() for token in self._cut(text)]
+        return self._cut(text)
 
     def is_term(self, term: str) -> bool:
         if term in self.keep:
