@@ -203,7 +203,10 @@ class TopicSpider(scrapy.Spider):
         if not is_html(response):
             self._count("pages/not_html")
             # Not text to score: 0 against a topic, counted as any page.
-            self._scored(response, self._record(NOT_SCORED) if self.topic is not None else None)
+            relevance = NOT_SCORED if self.topic is not None else None
+            if relevance is not None:
+                self._record(relevance)
+            self._scored(response, relevance)
             return
         # Not response.selector: it resolves <base href> eagerly and a malformed one
         # ("http://[oops") would raise and lose the page.
@@ -233,16 +236,17 @@ class TopicSpider(scrapy.Spider):
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value("topic/score_seconds", perf_counter() - started)
         item.relevance = round(relevance.score, 6)
-        item.relevant = relevance.score >= self.threshold
-        return self._record(relevance)
+        item.relevant = self._record(relevance)
+        return relevance
 
-    def _record(self, relevance: Relevance) -> Relevance:
+    def _record(self, relevance: Relevance) -> bool:
+        """Count a page's score in the stats; whether it is relevant."""
         relevant = relevance.score >= self.threshold
         self._count("topic/scored")
         self._count("topic/relevant" if relevant else "topic/irrelevant")
         bucket = math.floor(relevance.score / HISTOGRAM_STEP) * HISTOGRAM_STEP
         self._count(f"topic/histogram/{bucket:.1f}")
-        return relevance
+        return relevant
 
     def _scored(self, response: Response, relevance: Relevance | None) -> None:
         self.crawler.signals.send_catch_log(page_scored, response=response, relevance=relevance)
