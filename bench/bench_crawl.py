@@ -92,7 +92,7 @@ CORPUS_DIR = REPO / "bench" / ".cache" / "topic-corpus"
 sys.path.insert(0, str(REPO))
 
 import topicspider.settings as project_settings  # noqa: E402
-from topicspider.localsite import generate_site  # noqa: E402
+from topicspider.localsite import generate_site, spawn  # noqa: E402
 from topicspider.runner import crawl_command, project_env  # noqa: E402
 
 # Project settings that make up "every feature on"; printed with the results.
@@ -343,16 +343,12 @@ class Site:
         self._log_offset = 0
 
     def start(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "topicspider.localsite", str(self.root), "--port", "0",
-             "--log", str(self.log_path), "--backlog", str(self.backlog)],
-            stdout=subprocess.PIPE, text=True, cwd=REPO, env=project_env(),
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line.strip().isdigit():
-            raise BenchFailure(f"localsite did not print its port (got {line!r})")
-        self.url = f"http://127.0.0.1:{int(line)}/"
+        try:
+            self.process, port = spawn(self.root, "--port", "0", "--log", str(self.log_path),
+                                       "--backlog", str(self.backlog))
+        except RuntimeError as exc:
+            raise BenchFailure(str(exc)) from None
+        self.url = f"http://127.0.0.1:{port}/"
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

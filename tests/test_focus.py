@@ -3,7 +3,7 @@ real ``scrapy crawl`` runs against a local site."""
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,7 +138,7 @@ def test_topic_train_command_writes_a_topic_file_the_crawl_reuses(mixed_site, se
     site = serve(mixed_site)
     output = tmp_path / "topic.txt"
     done = run_project(
-        [*_scrapy(), "topic-train", "-a", f"train={site.url}/on.html,{site.url}/on-child.html", "-o", str(output),
+        [sys.executable, "-m", "scrapy", "topic-train", "-a", f"train={site.url}/on.html,{site.url}/on-child.html", "-o", str(output),
          "-s", "DOWNLOAD_DELAY=0", "-s", "TOPIC_TOP_K=5"],
         tmp_path,
     )
@@ -151,12 +151,6 @@ def test_topic_train_command_writes_a_topic_file_the_crawl_reuses(mixed_site, se
 
     result = crawl(site.url + "/", depth=3, topic=f"@{output}")
     assert set(result.pages()) == {f"{site.url}/on.html", f"{site.url}/on-child.html"}
-
-
-def _scrapy() -> list[str]:
-    import sys
-
-    return [sys.executable, "-m", "scrapy"]
 
 
 @pytest.mark.parametrize(

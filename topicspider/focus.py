@@ -181,7 +181,7 @@ class TopicBuilder:
 
     async def _download(self, url: str) -> Response:
         assert self.crawler.engine is not None
-        request = Request(url, meta={"site": site_of(url), "topic_sample": True}, dont_filter=True)
+        request = Request(url, meta={"site": site_of(url)}, dont_filter=True)
         try:
             response = await self.crawler.engine.download_async(request)
         except IgnoreRequest as exc:
