@@ -3,7 +3,7 @@
 Usage (from the repository root, with the project's virtualenv)::
 
     .venv/bin/python bench/bench_crawl.py [--pages 1000] [--links 5] [--rounds 3]
-        [--variants baseline,plain,jieba,rjieba] [--body-chars 3000] [--topic WORD,...]
+        [--variants baseline,plain,jieba,rjieba,inline] [--body-chars 3000] [--topic WORD,...]
         [--concurrency 16] [--backlog 128] [--segmentation-only]
         [--profile [--profile-variant plain] [--profile-out FILE]] [--keep]
 
@@ -22,7 +22,10 @@ site once with each variant:
 * **jieba**, **rjieba**: the same with a keyword topic (``-a topic=``, ``--topic``) and
   ``TOPIC_SEGMENTER`` set to that segmenter, so every page is segmented and scored;
   ``TOPIC_FOLLOW_ALL`` and ``TOPIC_STORE_ALL`` make it fetch and store every page, as
-  the others do, whatever its score.
+  the others do, whatever its score; pages are read in the page-analysis process
+  (``PAGE_PROCESSES=1``, the default);
+* **inline**: rjieba with ``PAGE_PROCESSES=0``, every page parsed, extracted and scored
+  on the reactor thread.
 
 Each page's body holds ``--body-chars`` characters of real Chinese prose (0: none, the
 generator's one-line pages): the visible text of the ``reference``, ``faq`` and
@@ -40,8 +43,9 @@ the whole process). The "span" rate divides the same pages by the time from the
 first page request to the end of the last, as the site's server logged them, which
 leaves out the crawler's set-up and close for every variant alike. Each variant's
 ratio to the baseline is taken within a round. The scoring cost per page is
-``topic/score_seconds / topic/scored`` from the crawl's stats (the spider's time in
-segmentation and scoring, on the reactor thread). The site's request log checks
+``topic/score_seconds / topic/scored`` from the crawl's stats (the time spent in
+segmentation and scoring, in the page-analysis process, or on the reactor thread for
+**inline**, the rjieba variant with ``PAGE_PROCESSES=0``). The site's request log checks
 independently that each crawl asked for every page; any missing page, error or failed
 run stops the benchmark with exit status 1, keeping its files for inspection. Linux's
 listen-overflow counter is read around each run, and a warning printed if a
@@ -135,7 +139,7 @@ class Variant:
         return self.name[0].upper()
 
 
-VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba")
+VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline")
 
 
 def make_variants(names: Sequence[str], topic: str) -> list[Variant]:
@@ -146,6 +150,8 @@ def make_variants(names: Sequence[str], topic: str) -> list[Variant]:
         "plain": Variant("plain"),
         "jieba": Variant("jieba", {"TOPIC_SEGMENTER": "jieba", **everything}, topic),
         "rjieba": Variant("rjieba", {"TOPIC_SEGMENTER": "rjieba", **everything}, topic),
+        # rjieba with every page read on the reactor thread, as before topicspider.pagepool.
+        "inline": Variant("inline", {"TOPIC_SEGMENTER": "rjieba", "PAGE_PROCESSES": "0", **everything}, topic),
     }
     return [table[name] for name in names]
 

@@ -31,6 +31,7 @@ INT_SETTINGS: dict[str, int] = {
     "DUPEFILTER_FLUSH_SIZE": 1,
     "TOPIC_TOP_K": 1,
     "TOPIC_MAX_CHARS": 1,
+    "PAGE_PROCESSES": 0,
     # Scrapy's own, which it would only reject with a traceback.
     "CONCURRENT_REQUESTS": 1,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 1,

@@ -99,5 +99,8 @@ TOPIC_STORE_ALL = False
 TOPIC_FOLLOW_ALL = False
 TOPIC_BEST_FIRST = False
 TOPIC_TRAIN_OUTPUT = ""
+# Processes that parse, extract and score pages off the reactor thread; one keeps up
+# with the reactor (analysis takes about half its time per page), 0 parses on it.
+PAGE_PROCESSES = 1
 CRAWL_LOG = "crawl.log"
 STATS_FILE = "stats.json"

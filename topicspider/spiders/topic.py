@@ -3,7 +3,9 @@
 ``scrapy crawl topic -a seeds=URL[,URL...]|@file -a depth=N
 [-a topic=WORD[,WORD...]|@file | -a train=URL_OR_PATH[,...]|@file]``. With a topic,
 every page is scored (:mod:`topicspider.topic.score`) and, by default, only a seed or a
-relevant page has its links followed. Settings it reads: ``URL_STRIP_TRAILING_SLASH``,
+relevant page has its links followed. Each HTML page is read by
+:func:`topicspider.analysis.analyse_page`, in a worker process of
+:mod:`topicspider.pagepool` (``PAGE_PROCESSES``). Settings it reads: ``URL_STRIP_TRAILING_SLASH``,
 ``EXTRACT_TEXT_MAX_CHARS``, ``ROBOTS_META_OBEY``, ``ROBOTS_REL_NOFOLLOW_OBEY``,
 ``TOPIC_THRESHOLD``, ``TOPIC_FOLLOW_ALL``, ``TOPIC_BEST_FIRST``, ``TOPIC_TRAIN_OUTPUT``
 and those of :mod:`topicspider.focus`. Stats: ``topic/scored``, ``topic/relevant``,
@@ -12,21 +14,20 @@ and those of :mod:`topicspider.focus`. Stats: ``topic/scored``, ``topic/relevant
 ``links/insite``, ``links/offsite``, ``links/dropped/<reason>``,
 ``robots/meta_noindex``, ``robots/meta_nofollow``, ``robots/rel_nofollow``,
 ``extract/text_truncated``, ``extract/title_truncated``, ``fetch/errors/<reason>``,
-``fetch/ignored``.
+``fetch/ignored``, ``pagepool/restarts``, ``pagepool/lost``.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import scrapy
-from parsel import Selector
+from scrapy import signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
@@ -34,32 +35,27 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from topicspider.analysis import Page, PageAnalysis, PageRules
 from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds
-from topicspider.extract import base_url, extract_emails, extract_links, extract_text, extract_title, truncate
 from topicspider.focus import TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments
 from topicspider.items import PageItem
 from topicspider.middlewares.robots import RobotsUnreachable
+from topicspider.pagepool import PageLost, PagePool
 from topicspider.reactor_tools import to_thread
-from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives, token_from_settings
+from topicspider.robots import token_from_settings
 from topicspider.signals import page_scored
 from topicspider.topic.lexicon import format_lexicon
 from topicspider.topic.score import Relevance, Topic
-from topicspider.urls import BadURL, canonical_url, has_public_suffix, non_page_reason, request_url, site_of
+from topicspider.urls import canonical_url, has_public_suffix, site_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 
-TITLE_MAX_CHARS = 1000
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-# Best-first link priorities run from 0 to this; depth (DEPTH_PRIORITY) only breaks ties.
-PRIORITY_SCALE = 1000
 HISTOGRAM_STEP = 0.5
 NOT_SCORED = Relevance(0.0, 0.0, 0.0)
-# Best-first scores the anchor texts of a page's first links only: a page of links
-# must not hold the reactor (the rest get their parent's share alone).
-ANCHORS_SCORED_PER_PAGE = 500
 
 
 def is_html(response: Response) -> bool:
@@ -120,14 +116,20 @@ class TopicSpider(scrapy.Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TopicSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
-        spider.strip_trailing_slash = get_bool(settings, "URL_STRIP_TRAILING_SLASH")
-        spider.text_max_chars = get_int(settings, "EXTRACT_TEXT_MAX_CHARS")
-        spider.obey_meta_robots = get_bool(settings, "ROBOTS_META_OBEY")
-        spider.obey_rel_nofollow = get_bool(settings, "ROBOTS_REL_NOFOLLOW_OBEY")
-        spider.robots_token = token_from_settings(settings)
-        spider.threshold = get_float(settings, "TOPIC_THRESHOLD")
-        spider.follow_all = get_bool(settings, "TOPIC_FOLLOW_ALL")
-        spider.best_first = get_bool(settings, "TOPIC_BEST_FIRST")
+        spider.rules = PageRules(
+            strip_trailing_slash=get_bool(settings, "URL_STRIP_TRAILING_SLASH"),
+            text_max_chars=get_int(settings, "EXTRACT_TEXT_MAX_CHARS"),
+            obey_meta_robots=get_bool(settings, "ROBOTS_META_OBEY"),
+            obey_rel_nofollow=get_bool(settings, "ROBOTS_REL_NOFOLLOW_OBEY"),
+            robots_token=token_from_settings(settings),
+            max_depth=spider.max_depth,
+            threshold=get_float(settings, "TOPIC_THRESHOLD"),
+            follow_all=get_bool(settings, "TOPIC_FOLLOW_ALL"),
+            best_first=get_bool(settings, "TOPIC_BEST_FIRST"),
+        )
+        spider.pages = PagePool.from_crawler(crawler)
+        crawler.signals.connect(spider._start_pages_without_topic, signal=signals.spider_opened)
+        crawler.signals.connect(spider.pages.close, signal=signals.spider_closed)
         spider.train_output = settings.get("TOPIC_TRAIN_OUTPUT") or ""
         check_topic_arguments(settings, spider.topic_arguments)
         if not spider.seed_urls and not spider.train_output:
@@ -154,6 +156,9 @@ class TopicSpider(scrapy.Spider):
             self.topic = await self.topic_builder.build()
             if self.train_output:
                 await to_thread(self._save_lexicon, self.topic, Path(self.train_output))
+            else:
+                self.rules = replace(self.rules, topic=self.topic)
+                self.pages.start(self.rules)
             built = True
         except (ConfigError, OSError) as exc:
             self.logger.error("topicspider: error: %s", exc)
@@ -161,6 +166,11 @@ class TopicSpider(scrapy.Spider):
         finally:
             # Whatever happened, requests waiting for the topic must not wait forever.
             self._settle_topic(failed=not built)
+
+    def _start_pages_without_topic(self) -> None:
+        # With a topic, the pool starts once the topic is built (_prepare_topic).
+        if self.topic_builder is None:
+            self.pages.start(self.rules)
 
     async def wait_for_topic(self) -> None:
         """Return once the topic is built; raise IgnoreRequest if it could not be."""
@@ -193,7 +203,7 @@ class TopicSpider(scrapy.Spider):
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value(key, count)
 
-    def parse(self, response: Response) -> Iterator[Any]:
+    async def parse(self, response: Response) -> AsyncIterator[Any]:
         self._count("pages/fetched")
         depth: int = response.meta.get("depth", 0)
         site: str = response.meta["site"]
@@ -208,40 +218,35 @@ class TopicSpider(scrapy.Spider):
                 self._record(relevance)
             self._scored(response, relevance)
             return
-        # Not response.selector: it resolves <base href> eagerly and a malformed one
-        # ("http://[oops") would raise and lose the page.
-        root = Selector(text=response.text, type="html", base_url=response.url).root
-        directives = self._robots_directives(response, root)
-        item = self._page_item(response, root, depth)
-        relevance = self._score(item)
-        self._scored(response, relevance)
-        if NOINDEX in directives:
-            self._count("robots/meta_noindex")
-        else:
+        try:
+            analysis = await self.pages.analyse(self._page(response, site, depth))
+        except PageLost as exc:
+            self.logger.error("Page not read: %s", exc)
+            return
+        for key, count in analysis.counts.items():
+            self._count(key, count)
+        item = self._page_item(response, depth, analysis)
+        if analysis.relevance is not None:
+            self.crawler.stats.inc_value("topic/score_seconds", analysis.score_seconds)  # type: ignore[union-attr]
+            item.relevance = round(analysis.relevance.score, 6)
+            item.relevant = self._record(analysis.relevance)
+        self._scored(response, analysis.relevance)
+        if not analysis.noindex:
             yield item
-        if NOFOLLOW in directives:
-            self._count("robots/meta_nofollow")
-            return
-        if depth > 0 and not self.follow_all and item.relevant is False:
-            self._count("topic/links_not_followed")
-            return
-        yield from self._follow(response, root, site, depth, relevance)
+        for link in analysis.links:
+            request = self._request(link.url, site)
+            if link.priority is not None:
+                request.priority = link.priority
+            yield request
 
-    def _score(self, item: PageItem) -> Relevance | None:
-        """Score the page against the topic, if there is one, and mark the item."""
-        if self.topic is None:
-            return None
-        started = perf_counter()
-        relevance = self.topic.relevance(item.title, item.text)
-        assert self.crawler.stats is not None
-        self.crawler.stats.inc_value("topic/score_seconds", perf_counter() - started)
-        item.relevance = round(relevance.score, 6)
-        item.relevant = self._record(relevance)
-        return relevance
+    @staticmethod
+    def _page(response: Response, site: str, depth: int) -> Page:
+        robots_headers = tuple(value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag"))
+        return Page(response.url, response.body, response.encoding, site, depth, robots_headers)  # type: ignore[attr-defined]
 
     def _record(self, relevance: Relevance) -> bool:
         """Count a page's score in the stats; whether it is relevant."""
-        relevant = relevance.score >= self.threshold
+        relevant = self.rules.relevant(relevance)
         self._count("topic/scored")
         self._count("topic/relevant" if relevant else "topic/irrelevant")
         bucket = math.floor(relevance.score / HISTOGRAM_STEP) * HISTOGRAM_STEP
@@ -251,77 +256,19 @@ class TopicSpider(scrapy.Spider):
     def _scored(self, response: Response, relevance: Relevance | None) -> None:
         self.crawler.signals.send_catch_log(page_scored, response=response, relevance=relevance)
 
-    def _robots_directives(self, response: HtmlResponse, root: Any) -> set[str]:
-        """``noindex``/``nofollow`` from the page's robots meta tags and X-Robots-Tag."""
-        if not self.obey_meta_robots:
-            return set()
-        headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
-        return meta_directives(root, self.robots_token) | header_directives(headers, self.robots_token)
-
-    def _page_item(self, response: HtmlResponse, root: Any, depth: int) -> PageItem:
-        full_text = extract_text(root)
-        text, text_cut = truncate(full_text, self.text_max_chars)
-        title, title_cut = truncate(extract_title(root), TITLE_MAX_CHARS)
-        if text_cut:
-            self._count("extract/text_truncated")
-        if title_cut:
-            self._count("extract/title_truncated")
+    def _page_item(self, response: Response, depth: int, analysis: PageAnalysis) -> PageItem:
         return PageItem(
-            url=canonical_url(response.url, self.strip_trailing_slash),
-            title=title,
+            url=canonical_url(response.url, self.rules.strip_trailing_slash),
+            title=analysis.title,
             depth=depth,
             http_status=response.status,
             fetched_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            text=text,
-            emails=extract_emails(root, full_text),
+            text=analysis.text,
+            emails=analysis.emails,
             content_type=response.headers.get(b"Content-Type", b"").decode("latin-1"),
-            encoding=response.encoding,
+            encoding=response.encoding,  # type: ignore[attr-defined]
             content_length=len(response.body),
         )
-
-    def _follow(self, response: HtmlResponse, root: Any, site: str, depth: int, relevance: Relevance | None) -> Iterator[Request]:
-        links, malformed = extract_links(root, base_url(root, response.url))
-        counts: Counter[str] = Counter({"links/dropped/malformed": malformed} if malformed else {})
-        anchors_left = ANCHORS_SCORED_PER_PAGE
-        seen: set[str] = set()
-        for link in links:
-            reason = non_page_reason(link.url)
-            if reason is not None:
-                counts[f"links/dropped/{reason}"] += 1
-                continue
-            if link.nofollow and self.obey_rel_nofollow:
-                counts["robots/rel_nofollow"] += 1
-                continue
-            try:
-                url = request_url(link.url)
-            except BadURL:
-                counts["links/dropped/malformed"] += 1
-                continue
-            identity = canonical_url(url, self.strip_trailing_slash)
-            if identity in seen:
-                continue
-            seen.add(identity)
-            if site_of(url) != site:
-                counts["links/offsite"] += 1
-                continue
-            counts["links/insite"] += 1
-            if depth < self.max_depth:
-                request = self._request(url, site)
-                if self.best_first and self.topic is not None and relevance is not None:
-                    request.priority = self._link_priority(relevance, link.text if anchors_left > 0 else "")
-                    anchors_left -= 1
-                yield request
-        # One stats call per key and page, not per link.
-        for key, count in counts.items():
-            self._count(key, count)
-
-    def _link_priority(self, parent: Relevance, anchor_text: str) -> int:
-        """Best-first: half the parent's relevance (as a share of the highest possible),
-        half the anchor text's similarity to the topic."""
-        assert self.topic is not None
-        parent_share = min(parent.score / self.topic.max_score, 1.0)
-        anchor = self.topic.similarity(anchor_text)
-        return round(PRIORITY_SCALE * (parent_share + anchor) / 2)
 
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]

@@ -96,7 +96,17 @@ class Segmenter:
         self.stopwords = default_stopwords() if stopwords is None else stopwords
         self.keep: set[str] = set()
         self._pending_words = list(keep)
+        self._added_words: list[str] = []
         self._cut: Cut | None = None
+
+    def __getstate__(self) -> dict[str, object]:
+        # Sent to a page-analysis process (topicspider.pagepool): the dictionary is
+        # loaded again there, with every word added here.
+        return {"backend": self.backend, "stopwords": self.stopwords,
+                "words": self._added_words + self._pending_words}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(state["backend"], keep=state["words"], stopwords=state["stopwords"])  # type: ignore[misc,arg-type]
 
     def load(self) -> None:
         """Load the dictionary (about a second for jieba): call it off the reactor thread."""
@@ -105,6 +115,7 @@ class Segmenter:
             for word in self._pending_words:
                 add_word(word)
                 self.keep.add(word.lower())
+            self._added_words += self._pending_words
             self._pending_words = []
             self._cut = cut
 

@@ -1,0 +1,65 @@
+"""Run by tests/test_analysis.py: six pages and a seventh whose analysis kills its
+worker process, read concurrently by a real PagePool; prints what came back as JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections import Counter
+from types import SimpleNamespace
+from typing import Any
+
+from scrapy.utils.reactor import install_reactor
+
+from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page
+from topicspider.localsite import page_html
+
+KILLER = "http://www.example.cn/kill.html"
+
+
+def analyse_or_die(page: Page, rules: PageRules) -> PageAnalysis:
+    if page.url == KILLER:
+        os._exit(3)  # as a segfault or the OOM killer would end it
+    return analyse_page(page, rules)
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.values: Counter[str] = Counter()
+
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] += count
+
+
+async def main() -> dict[str, Any]:
+    from topicspider.pagepool import PageLost, PagePool
+
+    crawler = SimpleNamespace(stats=Stats())
+    pool = PagePool(crawler, 1, analyse_or_die)  # type: ignore[arg-type]
+    pool.start(PageRules())
+    pages = [Page(f"http://www.example.cn/{number}.html", page_html(f"page {number}", "x", []).encode(),
+                  "utf-8", "example.cn", 1) for number in range(6)]
+    pages.insert(2, Page(KILLER, b"<html></html>", "utf-8", "example.cn", 1))
+    results = await asyncio.gather(*(pool.analyse(page) for page in pages), return_exceptions=True)
+    pool.close()
+    lost = [page.url for page, result in zip(pages, results) if isinstance(result, PageLost)]
+    titles = [result.title for result in results if isinstance(result, PageAnalysis)]
+    return {"lost": lost, "titles": titles, "stats": dict(crawler.stats.values)}
+
+
+if __name__ == "__main__":
+    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+    from twisted.internet import reactor
+
+    outcome: dict[str, Any] = {}
+
+    async def run() -> None:
+        try:
+            outcome.update(await main())
+        finally:
+            reactor.stop()
+
+    reactor.callWhenRunning(lambda: asyncio.ensure_future(run()))
+    reactor.run()
+    print(json.dumps(outcome))

@@ -1,0 +1,125 @@
+"""Page analysis (topicspider.analysis) on its own, and in worker processes
+(topicspider.pagepool): the same results, and a worker that dies loses only its page."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.test_focus import KEYWORDS, OFF_TOPIC, ON_TOPIC, mixed_site  # noqa: F401 (fixture)
+from topicspider.analysis import Link, Page, PageRules, analyse_page
+from topicspider.localsite import page_html
+from topicspider.runner import project_env
+from topicspider.topic.lexicon import keywords_lexicon
+from topicspider.topic.score import Topic
+from topicspider.topic.segment import Segmenter
+
+SITE = "example.cn"
+URL = "http://www.example.cn/a/page.html"
+
+
+def topic(**options: float) -> Topic:
+    return Topic(keywords_lexicon(KEYWORDS.split(",")), Segmenter("rjieba"), **options)
+
+
+def page(html: str, *, depth: int = 1, encoding: str = "utf-8", headers: tuple[str, ...] = ()) -> Page:
+    return Page(URL, html.encode(encoding), encoding, SITE, depth, headers)
+
+
+def test_title_text_emails_and_links_of_a_page() -> None:
+    html = page_html("电子表格教程", ON_TOPIC + " 联系 service@example.cn", [
+        "b.html", "/c", "b.html#part", "http://news.example.cn/d", "http://other.cn/e", "style.css", "mailto:x@example.cn",
+    ])
+    analysis = analyse_page(page(html), PageRules())
+    assert analysis.title == "电子表格教程"
+    assert ON_TOPIC in analysis.text and analysis.emails == ["service@example.cn", "x@example.cn"]
+    assert analysis.links == [Link("http://www.example.cn/a/b.html"), Link("http://www.example.cn/c"),
+                              Link("http://news.example.cn/d")]
+    assert analysis.counts == {"links/insite": 3, "links/offsite": 1, "links/dropped/extension": 1,
+                               "links/dropped/scheme": 1}
+    assert analysis.relevance is None and analysis.relevant is None and not analysis.noindex
+
+
+def test_a_gbk_page_is_read_in_its_encoding() -> None:
+    analysis = analyse_page(page(page_html("电子表格", ON_TOPIC, []), encoding="gb18030"), PageRules())
+    assert analysis.title == "电子表格" and ON_TOPIC in analysis.text
+
+
+def test_robots_directives_from_meta_and_header() -> None:
+    noindex = page_html("t", "x", ["b.html"]).replace("<head>", '<head><meta name="robots" content="noindex">')
+    analysis = analyse_page(page(noindex), PageRules())
+    assert analysis.noindex and analysis.links and analysis.counts["robots/meta_noindex"] == 1
+    analysis = analyse_page(page(page_html("t", "x", ["b.html"]), headers=("nofollow",)), PageRules())
+    assert not analysis.noindex and analysis.links == [] and analysis.counts == {"robots/meta_nofollow": 1}
+    obeying_none = PageRules(obey_meta_robots=False)
+    assert analyse_page(page(noindex), obeying_none).noindex is False
+
+
+def test_links_of_irrelevant_pages_are_not_followed_except_from_seeds() -> None:
+    html = page_html("天气预报", OFF_TOPIC, ["b.html"])
+    rules = PageRules(topic=topic())
+    analysis = analyse_page(page(html), rules)
+    assert analysis.relevant is False and analysis.links == []
+    assert analysis.counts == {"topic/links_not_followed": 1}
+    assert analyse_page(page(html, depth=0), rules).links == [Link("http://www.example.cn/a/b.html")]
+    assert analyse_page(page(html), PageRules(topic=topic(), follow_all=True)).links
+
+
+def test_scores_and_relevance_follow_the_rules() -> None:
+    html = page_html("电子表格教程", ON_TOPIC, [])
+    strict = analyse_page(page(html), PageRules(topic=topic(), threshold=4.9))
+    lenient = analyse_page(page(html), PageRules(topic=topic(), threshold=0.6))
+    assert strict.relevance == lenient.relevance and strict.relevance is not None
+    assert 0.6 < strict.relevance.score < 4.9 and strict.relevant is False and lenient.relevant is True
+    assert lenient.score_seconds > 0
+
+
+def test_depth_limit_counts_links_but_follows_none() -> None:
+    analysis = analyse_page(page(page_html("t", "x", ["b.html"]), depth=2), PageRules(max_depth=2))
+    assert analysis.links == [] and analysis.counts == {"links/insite": 1}
+
+
+def test_best_first_priorities_rank_the_on_topic_anchor_first() -> None:
+    html = page_html("电子表格教程", ON_TOPIC, []).replace(
+        "</body>", '<a href="on.html">电子表格公式</a><a href="off.html">天气</a></body>')
+    links = analyse_page(page(html), PageRules(topic=topic(), best_first=True)).links
+    priorities = {link.url.rsplit("/", 1)[1]: link.priority for link in links}
+    assert priorities["on.html"] > priorities["off.html"] > 0
+
+
+def test_a_topic_survives_pickling_with_its_added_words() -> None:
+    """What a worker process receives scores exactly as the original."""
+    original = Topic(keywords_lexicon(["云原生平台", "电子表格"]), Segmenter("rjieba", keep=["容器编排"]))
+    copy = pickle.loads(pickle.dumps(original))
+    text = "云原生平台上的容器编排，和电子表格里的公式。" * 3
+    assert copy.relevance("云原生平台", text) == original.relevance("云原生平台", text)
+    assert copy.segmenter.terms(text) == original.segmenter.terms(text)
+    assert "容器编排" in copy.segmenter.terms(text)
+
+
+def test_a_worker_that_dies_loses_only_the_page_that_killed_it() -> None:
+    done = subprocess.run([sys.executable, "-m", "tests.pagepool_crash"], capture_output=True, text=True,
+                          timeout=120, env=project_env(), cwd=Path(__file__).parent.parent)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["lost"] == ["http://www.example.cn/kill.html"]
+    assert sorted(result["titles"]) == [f"page {number}" for number in range(6)]
+    assert result["stats"] == {"pagepool/restarts": 1, "pagepool/lost": 1}
+
+
+def test_pages_read_in_worker_processes_and_on_the_reactor_alike(mixed_site, serve, crawl) -> None:  # noqa: F811
+    site = serve(mixed_site)
+    runs = []
+    for processes in (0, 2):
+        result = crawl(site.url + "/", depth=3, settings={"PAGE_PROCESSES": processes, "TOPIC_STORE_ALL": True},
+                       topic=KEYWORDS)
+        assert result.returncode == 0, result.stderr
+        stats = {key: value for key, value in result.stats.items()
+                 if key.startswith(("topic/", "links/", "pages/")) and key != "topic/score_seconds"}
+        runs.append((result.rows("SELECT url, title, relevance, text FROM pages ORDER BY url"), stats))
+        (result.workdir / "topicspider.db").unlink()
+    assert runs[0] == runs[1]
+    assert runs[0][1]["topic/scored"] == 5 and runs[0][1]["topic/links_not_followed"] == 1

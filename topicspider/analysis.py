@@ -1,0 +1,168 @@
+"""Everything the spider reads from one HTML page, as one pure function.
+
+:func:`analyse_page` parses the page, extracts its title, text and e-mails, reads its
+robots directives, scores it against the topic and lists the links to follow, with no
+Scrapy object in or out: its input and output are small picklable values, so it runs
+as well in a page-analysis process (:mod:`topicspider.pagepool`) as on the reactor
+thread, and can be unit-tested on its own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from time import perf_counter
+
+from parsel import Selector
+from w3lib.encoding import html_to_unicode
+
+from topicspider.extract import RawLink, base_url, extract_emails, extract_links, extract_text, extract_title, truncate
+from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
+from topicspider.topic.score import Relevance, Topic
+from topicspider.urls import BadURL, canonical_url, non_page_reason, request_url, site_of
+
+TITLE_MAX_CHARS = 1000
+# Best-first link priorities run from 0 to this; depth (DEPTH_PRIORITY) only breaks ties.
+PRIORITY_SCALE = 1000
+# Best-first scores the anchor texts of a page's first links only: a page of links
+# must not hold a worker for long (the rest get their parent's share alone).
+ANCHORS_SCORED_PER_PAGE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class PageRules:
+    """What a crawl does with every page: fixed for the crawl, sent once to each worker."""
+
+    strip_trailing_slash: bool = True
+    text_max_chars: int = 200_000
+    obey_meta_robots: bool = True
+    obey_rel_nofollow: bool = True
+    robots_token: str = "topicspider"
+    max_depth: int = 3
+    topic: Topic | None = None
+    threshold: float = 0.6
+    follow_all: bool = False
+    best_first: bool = False
+
+    def relevant(self, relevance: Relevance) -> bool:
+        return relevance.score >= self.threshold
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One downloaded HTML page, as the analysis needs it."""
+
+    url: str
+    body: bytes
+    encoding: str  # the response's, as Scrapy (and EncodingMiddleware) settled it
+    site: str  # links to other sites are not followed
+    depth: int
+    robots_headers: tuple[str, ...] = ()  # X-Robots-Tag values
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A same-site page link to request; ``priority`` only in best-first mode."""
+
+    url: str
+    priority: int | None = None
+
+
+@dataclass(slots=True)
+class PageAnalysis:
+    title: str
+    text: str  # cut at PageRules.text_max_chars
+    emails: list[str]
+    noindex: bool
+    relevance: Relevance | None  # None without a topic
+    relevant: bool | None
+    links: list[Link]  # empty when the page's links are not followed
+    # Stats increments ("links/insite", "extract/text_truncated"...), applied by the caller.
+    counts: Counter[str] = field(default_factory=Counter)
+    score_seconds: float = 0.0
+
+
+def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
+    # What Scrapy's TextResponse.text does with the response's encoding.
+    text = html_to_unicode(f"charset={page.encoding}", page.body)[1]
+    # Not response.selector: it resolves <base href> eagerly and a malformed one
+    # ("http://[oops") would raise and lose the page.
+    root = Selector(text=text, type="html", base_url=page.url).root
+    counts: Counter[str] = Counter()
+    directives = _robots_directives(root, page.robots_headers, rules)
+    full_text = extract_text(root)
+    body_text, text_cut = truncate(full_text, rules.text_max_chars)
+    title, title_cut = truncate(extract_title(root), TITLE_MAX_CHARS)
+    counts["extract/text_truncated"] += text_cut
+    counts["extract/title_truncated"] += title_cut
+    analysis = PageAnalysis(title, body_text, extract_emails(root, full_text), NOINDEX in directives, None, None, [], counts)
+    if rules.topic is not None:
+        started = perf_counter()
+        analysis.relevance = rules.topic.relevance(title, body_text)
+        analysis.score_seconds = perf_counter() - started
+        analysis.relevant = rules.relevant(analysis.relevance)
+    counts["robots/meta_noindex"] += analysis.noindex
+    if NOFOLLOW in directives:
+        counts["robots/meta_nofollow"] += 1
+    elif page.depth > 0 and not rules.follow_all and analysis.relevant is False:
+        counts["topic/links_not_followed"] += 1
+    else:
+        links, malformed = extract_links(root, base_url(root, page.url))
+        counts["links/dropped/malformed"] += malformed
+        analysis.links = _links_to_follow(links, page, rules, analysis.relevance, counts)
+    analysis.counts = +counts  # the zeros dropped
+    return analysis
+
+
+def _robots_directives(root: object, headers: tuple[str, ...], rules: PageRules) -> set[str]:
+    """``noindex``/``nofollow`` from the page's robots meta tags and X-Robots-Tag."""
+    if not rules.obey_meta_robots:
+        return set()
+    return meta_directives(root, rules.robots_token) | header_directives(headers, rules.robots_token)
+
+
+def _links_to_follow(
+    links: list[RawLink], page: Page, rules: PageRules, relevance: Relevance | None, counts: Counter[str]
+) -> list[Link]:
+    """The page's same-site page links, once each, in page order; every other link counted."""
+    wanted: list[Link] = []
+    anchors_left = ANCHORS_SCORED_PER_PAGE
+    seen: set[str] = set()
+    for link in links:
+        reason = non_page_reason(link.url)
+        if reason is not None:
+            counts[f"links/dropped/{reason}"] += 1
+            continue
+        if link.nofollow and rules.obey_rel_nofollow:
+            counts["robots/rel_nofollow"] += 1
+            continue
+        try:
+            url = request_url(link.url)
+        except BadURL:
+            counts["links/dropped/malformed"] += 1
+            continue
+        identity = canonical_url(url, rules.strip_trailing_slash)
+        if identity in seen:
+            continue
+        seen.add(identity)
+        if site_of(url) != page.site:
+            counts["links/offsite"] += 1
+            continue
+        counts["links/insite"] += 1
+        if page.depth >= rules.max_depth:
+            continue
+        priority = None
+        if rules.best_first and relevance is not None:
+            priority = link_priority(rules, relevance, link.text if anchors_left > 0 else "")
+            anchors_left -= 1
+        wanted.append(Link(url, priority))
+    return wanted
+
+
+def link_priority(rules: PageRules, parent: Relevance, anchor_text: str) -> int:
+    """Best-first: half the parent's relevance (as a share of the highest possible),
+    half the anchor text's similarity to the topic."""
+    assert rules.topic is not None
+    parent_share = min(parent.score / rules.topic.max_score, 1.0)
+    anchor = rules.topic.similarity(anchor_text)
+    return round(PRIORITY_SCALE * (parent_share + anchor) / 2)
