@@ -93,3 +93,6 @@ def crawl(tmp_path: Path) -> Any:
         return CrawlResult(done.returncode, done.stdout, done.stderr, workdir)
 
     return run
+
+
+from tests.services import mysql_server, mysql_url, private_mariadb  # noqa: E402,F401 (fixtures)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -236,21 +237,34 @@ def test_a_page_that_fails_to_parse_does_not_stop_the_crawl(tmp_path, serve, cra
     assert result.report["errors"] == 0
 
 
-def test_a_storage_failure_is_counted_and_reported(tmp_path, serve, crawl):
+def test_pages_the_database_refuses_are_spilled_reported_and_replayed(tmp_path, serve, crawl):
     import sqlite3
 
     generate_site(tmp_path / "site", pages=5, links_per_page=2)
     site = serve(tmp_path / "site")
     crawl(site.url + "/", depth=0)
-    with sqlite3.connect(tmp_path / "work" / "topicspider.db") as db:
+    database = tmp_path / "work" / "topicspider.db"
+    with sqlite3.connect(database) as db:
         db.execute("CREATE TRIGGER refuse BEFORE INSERT ON pages BEGIN SELECT RAISE(ABORT, 'refused'); END")
 
     result = crawl(site.url + "/", depth=5)
 
     assert result.returncode == 0
-    assert result.stats["storage/errors"] >= 1 and result.stats["storage/pages_failed"] >= 4
-    assert result.report["errors"] >= 4 and result.report["pages_stored"] < 5
+    spilled = result.stats["storage/pages_spilled"]
+    assert spilled >= 4 and result.stats["storage/errors"] >= 1
+    assert result.stats.get("storage/retries", 0) == 0, "a refusal is not retried"
+    assert result.report["pages_spilled"] == spilled and result.report["errors"] >= spilled
     assert "Could not store" in result.stderr and "refused" in result.stderr
+    assert "scrapy replay-spill topicspider-spill.jsonl" in result.stdout
+    with sqlite3.connect(database) as db:
+        db.execute("DROP TRIGGER refuse")
+
+    replay = run_project([sys.executable, "-m", "scrapy", "replay-spill"], result.workdir)
+
+    assert replay.returncode == 0, replay.stderr
+    assert len(result.pages()) == 5 and not (result.workdir / "topicspider-spill.jsonl").exists()
+    again = run_project([sys.executable, "-m", "scrapy", "replay-spill"], result.workdir)
+    assert again.returncode == 2 and "topicspider: error: no spill file" in again.stderr
 
 
 def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):
@@ -285,6 +299,10 @@ def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):
     (["-a", "dept=0"], "unknown spider argument 'dept' (known: seeds, depth, topic, train)"),
     (["-a", "seeds=http://bob:s3cret@exa mple.com/"], "bad seed URL 'http://bob:***@exa mple.com/': white space in the host"),
     (["-s", "DATABASE_URL=sqlite://me:hunter2@host/x.db"], "DATABASE_URL 'sqlite://me:***@host/x.db': use sqlite:///path"),
+    (["-s", "DATABASE_URL=mysql://me:hunter2@127.0.0.1:3306/"],
+     "DATABASE_URL 'mysql://me:***@127.0.0.1:3306/': use mysql://user:password@host:port/database"),
+    (["-s", "DATABASE_URL=mysql://me:hunter2@127.0.0.1:99999/db"], "DATABASE_URL 'mysql://me:***@127.0.0.1:99999/db': Port out of range"),
+    (["-s", "STORAGE_RETRY_DELAY=-1"], "STORAGE_RETRY_DELAY"),
 ])
 def test_bad_input_gets_one_error_line_before_any_request(tmp_path, serve, arguments, message):
     generate_site(tmp_path / "site", pages=2, links_per_page=1)

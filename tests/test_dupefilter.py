@@ -16,7 +16,7 @@ from scrapy import Request
 from topicspider.fingerprint import CanonicalURLFingerprinter, url_fingerprint
 from topicspider.localsite import generate_site
 from topicspider.runner import crawl_command, project_env
-from topicspider.storage.seen import open_seen_store
+from topicspider.storage.seen import SeenURL, open_seen_store
 
 
 @pytest.mark.parametrize(("first", "second"), [
@@ -40,12 +40,12 @@ def test_fingerprints_are_raw_md5_and_count_method_and_body() -> None:
 def test_seen_store_is_exact_and_kept_in_the_jobdir(tmp_path) -> None:
     store = open_seen_store(str(tmp_path / "job"))
     fingerprints = [url_fingerprint(f"http://e.com/{i}") for i in range(1200)]
-    store.add_many(fingerprints[:1000])
+    store.add_many([SeenURL(fingerprint) for fingerprint in fingerprints[:1000]])
     assert store.contains_many(fingerprints) == set(fingerprints[:1000])
     store.close()
     assert open_seen_store(str(tmp_path / "job")).count() == 1000
     temporary = open_seen_store(None)
-    temporary.add_many(fingerprints[:3])
+    temporary.add_many([SeenURL(fingerprint) for fingerprint in fingerprints[:3]])
     temporary.close()
     assert not temporary.path.exists()
 
@@ -95,7 +95,7 @@ def test_pause_and_resume_with_jobdir(tmp_path, serve):
     requested = Counter(site.paths())
     assert set(requested) == set(depths), "no URL that was waiting is lost"
     assert max(requested.values()) == 1, "no URL is fetched twice"
-    assert "Resuming:" in resumed.stderr
+    assert "Resuming job job:" in resumed.stderr
     import sqlite3
     with sqlite3.connect(workdir / "topicspider.db") as db:
         assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (150,)

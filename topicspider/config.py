@@ -23,6 +23,7 @@ N = TypeVar("N", int, float)
 INT_SETTINGS: dict[str, int] = {
     "EXTRACT_TEXT_MAX_CHARS": 1,
     "STORAGE_BATCH_SIZE": 1,
+    "STORAGE_RETRY_TIMES": 0,
     "ROBOTSTXT_RETRY_TIMES": 0,
     "ROBOTSTXT_MAX_SIZE": 1,
     "BACKOFF_MAX_RETRIES": 0,
@@ -42,6 +43,8 @@ INT_SETTINGS: dict[str, int] = {
 }
 FLOAT_SETTINGS: dict[str, float] = {
     "STORAGE_FLUSH_INTERVAL": 0.01,
+    "STORAGE_RETRY_DELAY": 0.01,
+    "STORAGE_RETRY_MAX_DELAY": 0.01,
     "DOWNLOAD_DELAY": 0.0,
     "DOWNLOAD_DELAY_JITTER": 0.0,
     "ROBOTSTXT_CACHE_TTL": 0.0,

@@ -34,7 +34,7 @@ from twisted.python.threadpool import ThreadPool
 
 from topicspider.config import get_bool, get_int
 from topicspider.reactor_tools import in_thread
-from topicspider.storage.seen import SeenStore, open_seen_store
+from topicspider.storage.seen import SeenStore, SeenURL, job_name, open_seen_store
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -62,9 +62,11 @@ class LRUDupeFilter(BaseDupeFilter):
         self.flush_size = get_int(settings, "DUPEFILTER_FLUSH_SIZE")
         self.debug = get_bool(settings, "DUPEFILTER_DEBUG")
         self.jobdir = job_dir(settings)
+        self.database_url: str = settings.get("DATABASE_URL") or ""
+        self.job = job_name(crawler)
         self.lru: OrderedDict[bytes, None] = OrderedDict()
-        self.unflushed: set[bytes] = set()
-        self.in_flight: list[set[bytes]] = []  # batches on their way to the store
+        self.unflushed: dict[bytes, SeenURL] = {}
+        self.in_flight: list[dict[bytes, SeenURL]] = []  # batches on their way to the store
         self.flush_pending = False
         # Every second as well as every DUPEFILTER_FLUSH_SIZE: a hard kill loses little.
         self.flusher = LoopingCall(self._start_flush)
@@ -85,12 +87,12 @@ class LRUDupeFilter(BaseDupeFilter):
 
     async def _open(self) -> None:
         self.pool.start()
-        self.store = await self._in_thread(open_seen_store, self.jobdir)
+        self.store = await self._in_thread(open_seen_store, self.jobdir, self.database_url, self.job)
         known = await self._in_thread(self.store.count)
         self.flusher.start(FLUSH_INTERVAL, now=False)
         self.store_may_know = known > 0
         if known:
-            logger.info("Resuming: %d URLs already seen in %s", known, self.jobdir)
+            logger.info("Resuming job %s: %d URLs already seen", self.job, known)
 
     def fingerprint(self, request: Request) -> bytes:
         return self.fingerprinter.fingerprint(request)
@@ -105,10 +107,10 @@ class LRUDupeFilter(BaseDupeFilter):
             return Verdict.SEEN
         return Verdict.UNKNOWN if self.store_may_know else Verdict.NEW
 
-    def remember(self, fingerprint: bytes) -> None:
+    def remember(self, fingerprint: bytes, url: str = "", depth: int = 0) -> None:
         """Record a new fingerprint; the store gets it with the next flush."""
         self.lru[fingerprint] = None
-        self.unflushed.add(fingerprint)
+        self.unflushed[fingerprint] = SeenURL(fingerprint, url, depth)
         while len(self.lru) > self.capacity:
             self.lru.popitem(last=False)
             self.store_may_know = True
@@ -128,13 +130,13 @@ class LRUDupeFilter(BaseDupeFilter):
         self.flush_pending = False
         if not self.unflushed or self.store is None:
             return
-        batch, self.unflushed = self.unflushed, set()
+        batch, self.unflushed = self.unflushed, {}
         self.in_flight.append(batch)
         try:
-            await self._in_thread(self.store.add_many, list(batch))
+            await self._in_thread(self.store.add_many, list(batch.values()))
             self.stats.inc_value("dupefilter/store_writes", len(batch))
         except Exception as exc:  # noqa: BLE001 - keep the batch; the next flush retries it
-            self.unflushed |= batch
+            self.unflushed = batch | self.unflushed
             self.stats.inc_value("dupefilter/store_write_errors")
             logger.warning("Could not write %d fingerprints to the URL store (%s); will retry", len(batch), exc)
         finally:
@@ -168,7 +170,7 @@ class LRUDupeFilter(BaseDupeFilter):
             verdict = Verdict.SEEN if self.store.contains_many([fingerprint]) else Verdict.NEW
         if verdict is Verdict.SEEN:
             return True
-        self.remember(fingerprint)
+        self.remember(fingerprint, request.url, request.meta.get("depth", 0))
         return False
 
     def close(self, reason: str) -> Deferred[None]:

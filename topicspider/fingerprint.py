@@ -7,7 +7,7 @@ Honours ``URL_STRIP_TRAILING_SLASH``, so ``/a/`` and ``/a`` are one request.
 from __future__ import annotations
 
 from hashlib import md5
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from topicspider.config import get_bool
@@ -18,13 +18,22 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
+def _identity_md5(identity: str) -> Any:
+    return md5(identity.encode("utf-8"), usedforsecurity=False)
+
+
+def identity_digest(identity: str) -> bytes:
+    """The fingerprint of a GET of a URL already in its canonical form (a stored page's URL)."""
+    return _identity_md5(identity).digest()
+
+
 def url_fingerprint(url: str, method: str = "GET", body: bytes = b"", *, strip_trailing_slash: bool = True) -> bytes:
     """The 16-byte MD5 digest of the canonical URL; method and body count unless GET."""
     try:
         identity = canonical_url(url, strip_trailing_slash)
     except BadURL:
         identity = url
-    digest = md5(identity.encode("utf-8"), usedforsecurity=False)
+    digest = _identity_md5(identity)
     if method != "GET" or body:
         digest.update(b"\0" + method.encode("ascii") + b"\0" + body)
     return digest.digest()

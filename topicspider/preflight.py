@@ -23,7 +23,7 @@ def check_settings(settings: BaseSettings, database: bool = True) -> None:
     database is opened too unless ``database`` is false."""
     check_typed_settings(settings)
     check_topic_settings(settings)
-    for name in ("CRAWL_LOG", "STATS_FILE", "TOPIC_TRAIN_OUTPUT"):
+    for name in ("CRAWL_LOG", "STATS_FILE", "TOPIC_TRAIN_OUTPUT", "STORAGE_SPILL_FILE"):
         _check_writable(name, settings.get(name) or "")
     if database:
         open_store(settings.get("DATABASE_URL") or "").close()

@@ -107,7 +107,7 @@ class FrontierScheduler(Scheduler):
                 self.resolving = True
                 self._call_soon(self._resolve)
             return True
-        self.df.remember(fingerprint)
+        self.df.remember(fingerprint, request.url, request.meta.get("depth", 0))
         return self._push(request)
 
     def _push(self, request: Request) -> bool:
@@ -149,7 +149,7 @@ class FrontierScheduler(Scheduler):
                     elif self.df.verdict(fingerprint) is Verdict.SEEN:
                         self.df.log(request, self.spider)  # remembered while we asked
                     else:
-                        self.df.remember(fingerprint)
+                        self.df.remember(fingerprint, request.url, request.meta.get("depth", 0))
                         self._push(request)
                 self._wake_engine()
         finally:

@@ -59,6 +59,7 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "topicspider.extensions.crawllog.CrawlLog": 500,
     "topicspider.extensions.report.CrawlReport": 510,
+    "topicspider.extensions.urlstate.URLStateLog": 520,  # MySQL mode only
 }
 
 LOG_LEVEL = "INFO"
@@ -87,6 +88,11 @@ BACKOFF_MAX_DELAY = 600.0
 DATABASE_URL = "sqlite:///topicspider.db"
 STORAGE_BATCH_SIZE = 100
 STORAGE_FLUSH_INTERVAL = 2.0
+# 1, 2, 4 ... 30 s: a failing batch is retried for about two minutes, then spilled.
+STORAGE_RETRY_TIMES = 8
+STORAGE_RETRY_DELAY = 1.0
+STORAGE_RETRY_MAX_DELAY = 30.0
+STORAGE_SPILL_FILE = "topicspider-spill.jsonl"
 TOPIC_THRESHOLD = 0.6  # the best mean F1 in bench/bench_topic.py, see README
 TOPIC_TITLE_WEIGHT = 4.0
 TOPIC_BODY_WEIGHT = 1.0

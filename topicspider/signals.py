@@ -9,3 +9,7 @@ host_delay_requested = object()
 #: :class:`topicspider.topic.score.Relevance`, or None when there is no topic or the
 #: page is not HTML).
 page_scored = object()
+
+#: A page request failed for good, or was refused by policy: ``request``, and
+#: ``reason`` (``"HTTP 404"``, ``"ignored: Forbidden by robots.txt"``, an exception).
+fetch_failed = object()

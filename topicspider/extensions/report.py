@@ -1,5 +1,8 @@
 """The crawl report: printed at close and written as JSON to ``STATS_FILE``.
 
+The crawl's time runs from spider opened to spider closed; the report is made when
+the engine has stopped, so that it holds what components wrote while closing.
+
 Enabled by ``topicspider.extensions.report.CrawlReport`` in ``EXTENSIONS``. An empty
 ``STATS_FILE`` prints the report without writing it. The JSON holds the summary
 under ``report`` and every Scrapy stat under ``stats``.
@@ -27,7 +30,7 @@ logger = logging.getLogger(__name__)
 ERROR_PREFIXES = ("fetch/errors/",)
 HISTOGRAM_PREFIX = "topic/histogram/"
 HISTOGRAM_BAR = 40
-ERROR_KEYS = ("spider_exceptions/count", "storage/pages_failed")
+ERROR_KEYS = ("spider_exceptions/count", "storage/pages_spilled", "storage/pages_lost", "pagepool/lost")
 
 
 def summarize(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
@@ -39,6 +42,8 @@ def summarize(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
         "pages_fetched": fetched,
         "pages_stored": stats.get("storage/pages_written", 0),
         "emails_stored": stats.get("storage/emails_written", 0),
+        "pages_spilled": stats.get("storage/pages_spilled", 0),
+        "pages_lost": stats.get("storage/pages_lost", 0),
         "errors": errors,
         "links_insite": stats.get("links/insite", 0),
         "links_offsite": stats.get("links/offsite", 0),
@@ -79,23 +84,32 @@ class CrawlReport:
         self.path = crawler.settings.get("STATS_FILE") or ""
         stores = any("StoragePipeline" in str(name) for name in crawler.settings.getwithbase("ITEM_PIPELINES"))
         self.database_url = (crawler.settings.get("DATABASE_URL") or "") if stores else ""
+        self.spill_file: str = crawler.settings.get("STORAGE_SPILL_FILE") or ""
         self.crawl_log = crawler.settings.get("CRAWL_LOG") or ""
         self.started = monotonic()
+        self.elapsed: float | None = None
+        self.reason = ""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlReport:
         extension = cls(crawler)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(extension.engine_stopped, signal=signals.engine_stopped)
         return extension
 
     def spider_opened(self) -> None:
         self.started = monotonic()
 
     def spider_closed(self, reason: str) -> None:
+        self.elapsed, self.reason = monotonic() - self.started, reason
+
+    def engine_stopped(self) -> None:
+        if self.elapsed is None:
+            return  # the spider never opened
         stats = dict(self.stats.get_stats())
-        stats.setdefault("finish_reason", reason)
-        report = summarize(stats, monotonic() - self.started)
+        stats.setdefault("finish_reason", self.reason)
+        report = summarize(stats, self.elapsed)
         sys.stdout.write(self._render(report))
         sys.stdout.flush()
         if self.path:
@@ -114,6 +128,8 @@ class CrawlReport:
                 lines.append(f"  {key.replace('_', ' '):<24} {value}")
         if self.database_url:
             lines.append(f"  {'database':<24} {mask_url(self.database_url)}")
+        if report.get("pages_spilled"):
+            lines.append(f"  {'spill file':<24} {self.spill_file} (store with: scrapy replay-spill {self.spill_file})")
         if self.crawl_log:
             lines.append(f"  {'crawl log':<24} {self.crawl_log}")
         if self.path:

@@ -1,9 +1,19 @@
 """Writes pages to ``DATABASE_URL`` in batches, on a thread of its own.
 
 Enabled by ``topicspider.pipelines.storage.StoragePipeline`` in ``ITEM_PIPELINES``.
-Settings: ``DATABASE_URL``, ``STORAGE_BATCH_SIZE``, ``STORAGE_FLUSH_INTERVAL``.
-Stats: ``storage/pages_written``, ``storage/emails_written``, ``storage/batches``,
-``storage/errors`` and ``storage/pages_failed``.
+Settings: ``DATABASE_URL``, ``STORAGE_BATCH_SIZE``, ``STORAGE_FLUSH_INTERVAL``,
+``STORAGE_RETRY_TIMES``, ``STORAGE_RETRY_DELAY``, ``STORAGE_RETRY_MAX_DELAY``,
+``STORAGE_SPILL_FILE``. Stats: ``storage/pages_written``, ``storage/emails_written``,
+``storage/batches``, ``storage/errors``, ``storage/retries``, ``storage/pages_spilled``
+and ``storage/pages_lost``.
+
+A batch whose write fails for a reason that may pass (connection lost, server
+restarting, a lock) is written again after a growing pause; the crawl waits for it,
+since the pipeline holds the scraper while a full batch is pending. A batch the
+database refuses, or that still fails after ``STORAGE_RETRY_TIMES`` tries, is appended
+to ``STORAGE_SPILL_FILE`` for ``scrapy replay-spill``. Until a write succeeds again,
+later batches get one try each before they are spilled, so that a database that is
+gone for good costs one retry sequence, not one per batch.
 """
 
 from __future__ import annotations
@@ -12,15 +22,18 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from scrapy.utils.defer import deferred_from_coro
-from twisted.internet.defer import Deferred
+from pathlib import Path
+
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import Deferred, DeferredLock
 from twisted.internet.task import LoopingCall
 from twisted.python.threadpool import ThreadPool
 
 from topicspider.config import get_float, get_int
 from topicspider.items import PageItem
-from topicspider.reactor_tools import in_thread
+from topicspider.reactor_tools import in_thread, sleep
 from topicspider.storage import StorageError, Store, backend_for
+from topicspider.storage.spill import spill_pages
 from topicspider.urls import mask_url
 
 if TYPE_CHECKING:
@@ -38,6 +51,13 @@ class StoragePipeline:
         self.backend = backend_for(self.database_url)
         self.batch_size = get_int(settings, "STORAGE_BATCH_SIZE")
         self.flush_interval = get_float(settings, "STORAGE_FLUSH_INTERVAL")
+        self.retry_times = get_int(settings, "STORAGE_RETRY_TIMES")
+        self.retry_delay = get_float(settings, "STORAGE_RETRY_DELAY")
+        self.retry_max_delay = get_float(settings, "STORAGE_RETRY_MAX_DELAY")
+        self.spill_path = Path(settings.get("STORAGE_SPILL_FILE"))
+        self.failing = False  # the last batch was spilled: no retries until a write succeeds
+        # Batches are written one at a time, in order, retries included.
+        self.writing = DeferredLock()
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.buffer: list[PageItem] = []
@@ -76,18 +96,51 @@ class StoragePipeline:
         batch, self.buffer = self.buffer, []
         if not batch:
             return
+        await maybe_deferred_to_future(self.writing.acquire())
         try:
-            if self.store is None:
-                raise StorageError("the database is not open")
-            emails = await self._in_thread(self.store.write_pages, batch)
-        except StorageError as exc:
-            self.stats.inc_value("storage/errors")
-            self.stats.inc_value("storage/pages_failed", len(batch))
-            logger.error("Could not store %d pages in %s: %s", len(batch), mask_url(self.database_url), exc)
+            await self._store(batch)
+        finally:
+            self.writing.release()
+
+    async def _store(self, batch: list[PageItem]) -> None:
+        delay = self.retry_delay
+        tries = 1 if self.failing else self.retry_times + 1
+        for attempt in range(1, tries + 1):
+            try:
+                emails = await self._in_thread(self._write, batch)
+            except StorageError as exc:
+                self.stats.inc_value("storage/errors")
+                if not exc.retryable or attempt == tries:
+                    logger.error("Could not store %d pages in %s: %s", len(batch), mask_url(self.database_url), exc)
+                    await self._spill(batch)
+                    return
+                logger.warning("Could not store %d pages (%s); trying again in %.1f s", len(batch), exc, delay)
+                self.stats.inc_value("storage/retries")
+                await sleep(delay)
+                delay = min(delay * 2, self.retry_max_delay)
+            else:
+                self.failing = False
+                self.stats.inc_value("storage/batches")
+                self.stats.inc_value("storage/pages_written", len(batch))
+                self.stats.inc_value("storage/emails_written", emails)
+                return
+
+    def _write(self, batch: list[PageItem]) -> int:
+        if self.store is None:
+            raise StorageError("the database is not open")
+        return self.store.write_pages(batch)
+
+    async def _spill(self, batch: list[PageItem]) -> None:
+        self.failing = True
+        try:
+            await self._in_thread(spill_pages, self.spill_path, batch)
+        except OSError as exc:
+            self.stats.inc_value("storage/pages_lost", len(batch))
+            logger.error("Could not spill %d pages to %s either, they are lost: %s", len(batch), self.spill_path, exc)
             return
-        self.stats.inc_value("storage/batches")
-        self.stats.inc_value("storage/pages_written", len(batch))
-        self.stats.inc_value("storage/emails_written", emails)
+        self.stats.inc_value("storage/pages_spilled", len(batch))
+        logger.error("Spilled %d pages to %s; store them later with: scrapy replay-spill %s",
+                     len(batch), self.spill_path, self.spill_path)
 
     async def close_spider(self) -> None:
         if self.flusher.running:
@@ -100,9 +153,11 @@ class StoragePipeline:
             self.store = None
             self.pool.stop()
         logger.info(
-            "Stored %d pages and %d e-mails in %s (%d pages failed)",
+            "Stored %d pages and %d e-mails in %s (%d pages spilled to %s, %d lost)",
             self.stats.get_value("storage/pages_written", 0),
             self.stats.get_value("storage/emails_written", 0),
             mask_url(self.database_url),
-            self.stats.get_value("storage/pages_failed", 0),
+            self.stats.get_value("storage/pages_spilled", 0),
+            self.spill_path,
+            self.stats.get_value("storage/pages_lost", 0),
         )

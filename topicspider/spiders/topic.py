@@ -43,7 +43,7 @@ from topicspider.middlewares.robots import RobotsUnreachable
 from topicspider.pagepool import PageLost, PagePool
 from topicspider.reactor_tools import to_thread
 from topicspider.robots import token_from_settings
-from topicspider.signals import page_scored
+from topicspider.signals import fetch_failed, page_scored
 from topicspider.topic.lexicon import format_lexicon
 from topicspider.topic.score import Relevance, Topic
 from topicspider.urls import canonical_url, has_public_suffix, site_of
@@ -272,17 +272,21 @@ class TopicSpider(scrapy.Spider):
 
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]
+        message = failure.getErrorMessage()
         if failure.check(HttpError):
             status = failure.value.response.status
             self._count("pages/fetched")
             self._count(f"fetch/errors/http_{status}")
             self.logger.debug("HTTP %d for %s", status, request.url)
-            return
-        if failure.check(IgnoreRequest) and not failure.check(RobotsUnreachable):
+            reason = f"HTTP {status}"
+        elif failure.check(IgnoreRequest) and not failure.check(RobotsUnreachable):
             # A refusal by policy (robots.txt, a middleware), not a failure.
             self._count("fetch/ignored")
-            self.logger.debug("Not fetched %s: %s", request.url, failure.getErrorMessage())
-            return
-        reason = failure.type.__name__ if failure.type else "unknown"
-        self._count(f"fetch/errors/{reason}")
-        self.logger.warning("Could not fetch %s: %s", request.url, failure.getErrorMessage())
+            self.logger.debug("Not fetched %s: %s", request.url, message)
+            reason = f"ignored: {message}"
+        else:
+            name = failure.type.__name__ if failure.type else "unknown"
+            self._count(f"fetch/errors/{name}")
+            self.logger.warning("Could not fetch %s: %s", request.url, message)
+            reason = f"{name}: {message}"
+        self.crawler.signals.send_catch_log(fetch_failed, request=request, reason=reason)

@@ -20,11 +20,18 @@ from topicspider.urls import mask_url
 # need not be installed.
 BACKENDS: dict[str, str] = {
     "sqlite": "topicspider.storage.sqlite:SQLiteStore",
+    "mysql": "topicspider.storage.mysql:MySQLStore",
 }
 
 
 class StorageError(RuntimeError):
-    """The database refused or lost a write."""
+    """The database refused or lost a write. ``retryable``: the same write may succeed
+    later (connection lost, server restarting, lock timeout), as opposed to a refusal
+    of the data itself."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class Store(Protocol):

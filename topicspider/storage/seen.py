@@ -3,24 +3,56 @@
 A store holds every fingerprint of one crawl job. In local mode it is an SQLite file:
 ``JOBDIR/seen.sqlite`` when the crawl has a ``JOBDIR`` (so a resumed job remembers
 what it fetched), otherwise a temporary file removed when the crawl ends (a new crawl
-re-fetches, and re-stores, its pages). Calls come from one thread, never the reactor's.
+re-fetches, and re-stores, its pages). With a MySQL ``DATABASE_URL`` it is the crawl
+job's rows of the database's ``urls`` table (:mod:`topicspider.storage.mysql`), which
+record each URL's state as well. Calls come from one thread, never the reactor's.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+from urllib.parse import quote
+from weakref import WeakKeyDictionary
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from scrapy.crawler import Crawler
 
 # SQLite's host-parameter limit is 999 in old builds.
 CHUNK = 500
+JOB_NAME_MAX = 100  # the urls table's job column
+
+
+class SeenURL(NamedTuple):
+    """A URL the crawl has not seen before: what the exact store keeps of it."""
+
+    fingerprint: bytes
+    url: str = ""
+    depth: int = 0
+
+
+class URLState(NamedTuple):
+    """A URL's progress: ``waiting``, ``running``, ``done`` or ``error`` (MySQL mode)."""
+
+    fingerprint: bytes
+    url: str
+    depth: int
+    state: str
+    at: datetime  # naive UTC
+    http_status: int | None = None
+    error: str | None = None
 
 
 class SeenStore(Protocol):
-    def add_many(self, fingerprints: Sequence[bytes]) -> None: ...
+    def add_many(self, entries: Sequence[SeenURL]) -> None: ...
 
     def contains_many(self, fingerprints: Sequence[bytes]) -> set[bytes]: ...
 
@@ -37,11 +69,11 @@ class SQLiteSeenStore:
         self.connection.execute("PRAGMA synchronous = NORMAL")
         self.connection.execute("CREATE TABLE IF NOT EXISTS seen (fingerprint BLOB PRIMARY KEY) WITHOUT ROWID")
 
-    def add_many(self, fingerprints: Sequence[bytes]) -> None:
+    def add_many(self, entries: Sequence[SeenURL]) -> None:
         with self.connection:
             self.connection.execute("BEGIN")
             self.connection.executemany(
-                "INSERT OR IGNORE INTO seen (fingerprint) VALUES (?)", [(fp,) for fp in fingerprints]
+                "INSERT OR IGNORE INTO seen (fingerprint) VALUES (?)", [(entry.fingerprint,) for entry in entries]
             )
 
     def contains_many(self, fingerprints: Sequence[bytes]) -> set[bytes]:
@@ -63,11 +95,36 @@ class SQLiteSeenStore:
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
 
-def open_seen_store(jobdir: str | None) -> SQLiteSeenStore:
-    """The job's store: kept in ``jobdir`` if given, else a temporary file."""
+def open_seen_store(jobdir: str | None, database_url: str = "", job: str = "") -> SeenStore:
+    """The job's store: with a MySQL ``database_url``, the job's rows of its ``urls``
+    table; otherwise an SQLite file kept in ``jobdir`` if given, else a temporary one."""
+    if database_url.lower().startswith("mysql"):
+        from topicspider.storage.mysql import MySQLURLTable
+
+        return MySQLURLTable(database_url, job)
     if jobdir:
         Path(jobdir).mkdir(parents=True, exist_ok=True)
         return SQLiteSeenStore(Path(jobdir) / "seen.sqlite", temporary=False)
     handle, name = tempfile.mkstemp(prefix="topicspider-seen-", suffix=".sqlite")
     os.close(handle)
     return SQLiteSeenStore(Path(name), temporary=True)
+
+
+_job_names: WeakKeyDictionary[Crawler, str] = WeakKeyDictionary()
+
+
+def job_name(crawler: Crawler) -> str:
+    """The crawl job's name in the ``urls`` table, the same for every component of one
+    crawl: ``JOBDIR``'s last component, so that a resumed job is the same job; without
+    a ``JOBDIR``, the spider's name, the start time (UTC) and a random suffix."""
+    name = _job_names.get(crawler)
+    if name is None:
+        jobdir = crawler.settings.get("JOBDIR") or ""
+        if jobdir:
+            name = quote(Path(jobdir).resolve().name, safe="-_.")[:JOB_NAME_MAX]
+        else:
+            started = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            spider = crawler.spidercls.name if crawler.spidercls else "crawl"
+            name = f"{spider}-{started}-{secrets.token_hex(4)}"[-JOB_NAME_MAX:]
+        _job_names[crawler] = name
+    return name

@@ -100,7 +100,8 @@ class SQLiteStore:
         try:
             return self._write(pages)
         except sqlite3.Error as exc:
-            raise StorageError(str(exc)) from exc
+            # OperationalError: locked past the timeout, disk I/O; worth another try.
+            raise StorageError(str(exc), retryable=isinstance(exc, sqlite3.OperationalError)) from exc
 
     def _write(self, pages: Sequence[PageItem]) -> int:
         cursor = self.connection.cursor()

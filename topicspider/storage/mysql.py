@@ -1,0 +1,371 @@
+"""The MySQL/MariaDB backend, through pymysql: ``DATABASE_URL=mysql://user:password@host:port/database``.
+
+The user and password may come from the environment instead (``MYSQL_USER``,
+``MYSQL_PASSWORD``), so that they stay out of command lines and process lists; the
+password is masked in every message. The schema (utf8mb4, InnoDB) is created when
+absent and upgraded when older, under a server-side lock so that several crawlers
+starting together migrate once; its version is kept in ``topicspider_schema``:
+
+* ``pages``: the SQLite backend's columns, keyed by ``url_hash``, the 16-byte MD5 of
+  the canonical URL (an index cannot hold every URL), the URL itself in ``url``;
+* ``emails``: (page, address), indexed by address;
+* ``urls``: every URL of a crawl job (``job``, ``fingerprint``) with its state
+  (``waiting``, ``running``, ``done``, ``error``), depth, times, last HTTP status and
+  error. It is the exact store behind the dupefilter's LRU in MySQL mode
+  (:class:`MySQLURLTable`), and :mod:`topicspider.extensions.urlstate` keeps the states.
+
+Every statement is parameterised. Each call comes from one thread (the storage
+pipeline's, the dupefilter's, the URL-state log's), each with its own connection. A
+lost connection raises a retryable :class:`StorageError` and is opened again at the
+next call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pymysql
+from pymysql.connections import Connection
+from pymysql.cursors import Cursor
+
+from topicspider.config import ConfigError
+from topicspider.fingerprint import identity_digest
+from topicspider.items import PageItem
+from topicspider.storage import StorageError
+from topicspider.storage.seen import SeenURL, URLState
+from topicspider.urls import mask_url
+
+DEFAULT_PORT = 3306
+CONNECT_TIMEOUT = 10  # seconds
+IO_TIMEOUT = 120  # seconds: a batch of large pages over a slow link
+SCHEMA_LOCK_TIMEOUT = 60  # seconds
+# Server and client error codes after which the same statement may succeed later.
+RETRYABLE_CODES = frozenset({
+    1040,  # too many connections
+    1053,  # server shutdown in progress
+    1205,  # lock wait timeout
+    1213,  # deadlock
+    1927,  # connection killed (MariaDB)
+    2003,  # can't connect
+    2006,  # server has gone away
+    2013,  # lost connection during query
+    2014,  # commands out of sync (after a lost connection)
+    2055,  # lost connection, system error
+})
+# Parameters per IN (...) look-up.
+CHUNK = 500
+
+TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
+SCHEMA_VERSION = 2
+# Each entry upgrades the schema from version N-1 to N; never edit a released one.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        f"""CREATE TABLE pages (
+            id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+            url_hash BINARY(16) NOT NULL,
+            url TEXT NOT NULL,
+            title VARCHAR(1000) NOT NULL,
+            depth INT NOT NULL,
+            http_status SMALLINT UNSIGNED NOT NULL,
+            fetched_at DATETIME NOT NULL,
+            relevance DOUBLE NULL,
+            text MEDIUMTEXT NOT NULL,
+            content_type VARCHAR(255) NOT NULL,
+            encoding VARCHAR(64) NOT NULL,
+            content_length INT UNSIGNED NOT NULL,
+            UNIQUE KEY pages_by_url_hash (url_hash),
+            KEY pages_by_fetched_at (fetched_at)
+        ) {TABLE_OPTIONS}""",
+        # Binary collation: addresses are lower-cased already, and two that differ
+        # must not collide as "equal" under a language collation.
+        f"""CREATE TABLE emails (
+            page_id BIGINT UNSIGNED NOT NULL,
+            email VARCHAR(254) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+            PRIMARY KEY (page_id, email),
+            KEY emails_by_email (email),
+            CONSTRAINT emails_page FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE
+        ) {TABLE_OPTIONS}""",
+    ),
+    2: (
+        f"""CREATE TABLE urls (
+            job VARCHAR(100) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+            fingerprint BINARY(16) NOT NULL,
+            url TEXT NOT NULL,
+            depth INT NOT NULL,
+            state ENUM('waiting', 'running', 'done', 'error') NOT NULL,
+            first_seen DATETIME(3) NOT NULL,
+            updated DATETIME(3) NOT NULL,
+            http_status SMALLINT UNSIGNED NULL,
+            last_error VARCHAR(500) NULL,
+            PRIMARY KEY (job, fingerprint),
+            KEY urls_by_state (job, state, depth)
+        ) {TABLE_OPTIONS}""",
+    ),
+}
+
+UPSERT_PAGE = """
+INSERT INTO pages (url_hash, url, title, depth, http_status, fetched_at, relevance, text,
+                   content_type, encoding, content_length)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON DUPLICATE KEY UPDATE
+    url = VALUES(url), title = VALUES(title), depth = LEAST(depth, VALUES(depth)),
+    http_status = VALUES(http_status), fetched_at = VALUES(fetched_at),
+    relevance = VALUES(relevance), text = VALUES(text), content_type = VALUES(content_type),
+    encoding = VALUES(encoding), content_length = VALUES(content_length)
+"""
+# Every value a parameter, so that pymysql's executemany sends multi-row INSERTs.
+INSERT_URL = """
+INSERT IGNORE INTO urls (job, fingerprint, url, depth, state, first_seen, updated)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+"""
+# A state never goes back (an ENUM is its position in a number context): a late
+# "running" does not undo "done". The row is created if the dupefilter's has not
+# arrived yet.
+UPSERT_URL_STATE = """
+INSERT INTO urls (job, fingerprint, url, depth, state, first_seen, updated, http_status, last_error)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON DUPLICATE KEY UPDATE
+    http_status = IF(VALUES(state) + 0 >= state + 0, COALESCE(VALUES(http_status), http_status), http_status),
+    last_error = IF(VALUES(state) + 0 >= state + 0, VALUES(last_error), last_error),
+    updated = IF(VALUES(state) + 0 >= state + 0, VALUES(updated), updated),
+    state = IF(VALUES(state) + 0 >= state + 0, VALUES(state), state)
+"""
+
+
+@dataclass(frozen=True)
+class MySQLTarget:
+    host: str
+    port: int
+    user: str
+    database: str
+    password: str = field(default="", repr=False)
+
+    @property
+    def where(self) -> str:
+        """Host, port and database, never the credentials."""
+        return f"{self.host}:{self.port}/{self.database}"
+
+    def connect(self) -> Connection[Cursor]:
+        return pymysql.connect(
+            host=self.host, port=self.port, user=self.user, password=self.password,
+            database=self.database, charset="utf8mb4", autocommit=False,
+            connect_timeout=CONNECT_TIMEOUT, read_timeout=IO_TIMEOUT, write_timeout=IO_TIMEOUT,
+            init_command="SET time_zone = '+00:00'",
+        )
+
+
+def parse_mysql_url(database_url: str) -> MySQLTarget:
+    """Where ``mysql://[user[:password]@]host[:port]/database`` points; the user and
+    password may come from ``MYSQL_USER`` and ``MYSQL_PASSWORD`` instead."""
+    shown = mask_url(database_url)
+    try:
+        parts = urlsplit(database_url)
+        port = parts.port or DEFAULT_PORT
+    except ValueError as exc:
+        raise ConfigError(f"DATABASE_URL {shown!r}: {exc}") from None
+    database = unquote(parts.path.lstrip("/"))
+    if not parts.hostname or not database or "/" in database:
+        raise ConfigError(f"DATABASE_URL {shown!r}: use mysql://user:password@host:port/database")
+    if parts.query or parts.fragment:
+        raise ConfigError(f"DATABASE_URL {shown!r}: options after '?' are not supported")
+    user = unquote(parts.username or "") or os.environ.get("MYSQL_USER", "")
+    if not user:
+        raise ConfigError(f"DATABASE_URL {shown!r}: no user (put it in the URL or in MYSQL_USER)")
+    password = unquote(parts.password) if parts.password is not None else os.environ.get("MYSQL_PASSWORD", "")
+    return MySQLTarget(parts.hostname, port, user, database, password)
+
+
+def is_retryable(error: Exception) -> bool:
+    if isinstance(error, pymysql.err.InterfaceError):
+        return True  # the connection is closed
+    if isinstance(error, pymysql.err.OperationalError) and error.args:
+        return error.args[0] in RETRYABLE_CODES
+    return False
+
+
+def describe(error: Exception) -> str:
+    """pymysql's message without its code tuple: ``(2003, "Can't connect...")``."""
+    if len(error.args) >= 2:
+        return f"{error.args[1]} ({error.args[0]})"
+    return str(error) or type(error).__name__
+
+
+def migrate(connection: Connection[Cursor]) -> None:
+    """Bring the schema to :data:`SCHEMA_VERSION`; one crawler at a time."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT GET_LOCK('topicspider_schema', %s)", (SCHEMA_LOCK_TIMEOUT,))
+        (locked,) = cursor.fetchone() or (0,)
+        if locked != 1:
+            raise ConfigError("another crawler held the schema lock for a minute")
+        try:
+            cursor.execute(f"CREATE TABLE IF NOT EXISTS topicspider_schema (version INT NOT NULL) {TABLE_OPTIONS}")
+            cursor.execute("SELECT MAX(version) FROM topicspider_schema")
+            row = cursor.fetchone()
+            current = int(row[0]) if row and row[0] is not None else 0
+            if current > SCHEMA_VERSION:
+                raise ConfigError(f"schema version {current} is newer than this topicspider ({SCHEMA_VERSION})")
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[version]:
+                    cursor.execute(statement)
+                cursor.execute("INSERT INTO topicspider_schema (version) VALUES (%s)", (version,))
+                connection.commit()
+        finally:
+            cursor.execute("SELECT RELEASE_LOCK('topicspider_schema')")
+
+
+def open_connection(database_url: str) -> tuple[MySQLTarget, Connection[Cursor]]:
+    """Connect and bring the schema up to date; :class:`ConfigError` naming the host
+    and port (never the password) when that fails."""
+    target = parse_mysql_url(database_url)
+    try:
+        connection = target.connect()
+    except pymysql.MySQLError as exc:
+        raise ConfigError(f"cannot connect to MySQL at {target.host}:{target.port}: {describe(exc)}") from None
+    try:
+        migrate(connection)
+    except pymysql.MySQLError as exc:
+        connection.close()
+        raise ConfigError(f"MySQL at {target.where}: cannot create or upgrade the schema: {describe(exc)}") from None
+    return target, connection
+
+
+class _Connected:
+    """A connection opened again at the next call after it was lost."""
+
+    def __init__(self, database_url: str) -> None:
+        self.target, self._connection = open_connection(database_url)
+
+    def _run(self, work: Any, *args: Any) -> Any:
+        try:
+            if self._connection is None:
+                self._connection = self.target.connect()
+            result = work(self._connection, *args)
+            self._connection.commit()
+            return result
+        except pymysql.MySQLError as exc:
+            retryable = is_retryable(exc)
+            self._discard(retryable)
+            raise StorageError(f"MySQL at {self.target.where}: {describe(exc)}", retryable=retryable) from exc
+
+    def _discard(self, lost: bool) -> None:
+        if self._connection is None:
+            return
+        try:
+            if lost:
+                self._connection.close()
+            else:
+                self._connection.rollback()
+        except pymysql.MySQLError:
+            lost = True
+        if lost:
+            self._connection = None
+
+    def close(self) -> None:
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            except pymysql.MySQLError:
+                pass  # it is gone either way
+            self._connection = None
+
+
+def _utc(iso_time: str) -> datetime:
+    return datetime.fromisoformat(iso_time).astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def _page_row(page: PageItem) -> tuple[Any, ...]:
+    return (
+        identity_digest(page.url), page.url, page.title, page.depth, page.http_status, _utc(page.fetched_at),
+        page.relevance, page.text, page.content_type[:255], page.encoding[:64], page.content_length,
+    )
+
+
+class MySQLStore(_Connected):
+    """The storage pipeline's backend."""
+
+    def write_pages(self, pages: Sequence[PageItem]) -> int:
+        result: int = self._run(self._write, pages)
+        return result
+
+    @staticmethod
+    def _write(connection: Connection[Cursor], pages: Sequence[PageItem]) -> int:
+        with connection.cursor() as cursor:
+            # pymysql sends this as multi-row INSERTs, not one statement per page.
+            cursor.executemany(UPSERT_PAGE, [_page_row(page) for page in pages])
+            ids = _page_ids(cursor, [identity_digest(page.url) for page in pages])
+            for chunk in _chunks(list(ids.values())):
+                cursor.execute(f"DELETE FROM emails WHERE page_id IN ({_marks(chunk)})", chunk)
+            rows = [(ids[identity_digest(page.url)], email) for page in pages for email in page.emails]
+            cursor.executemany("INSERT IGNORE INTO emails (page_id, email) VALUES (%s, %s)", rows)
+        return len(rows)
+
+
+def _page_ids(cursor: Cursor, hashes: list[bytes]) -> dict[bytes, int]:
+    ids: dict[bytes, int] = {}
+    for chunk in _chunks(hashes):
+        cursor.execute(f"SELECT url_hash, id FROM pages WHERE url_hash IN ({_marks(chunk)})", chunk)
+        ids.update((bytes(url_hash), page_id) for url_hash, page_id in cursor.fetchall())
+    return ids
+
+
+def _chunks(values: list[Any]) -> Iterable[list[Any]]:
+    for start in range(0, len(values), CHUNK):
+        yield values[start:start + CHUNK]
+
+
+def _marks(chunk: list[Any]) -> str:
+    return ",".join(["%s"] * len(chunk))
+
+
+class MySQLURLTable(_Connected):
+    """One crawl job's rows of ``urls``: the dupefilter's exact store, and URL states."""
+
+    def __init__(self, database_url: str, job: str) -> None:
+        super().__init__(database_url)
+        self.job = job
+
+    def add_many(self, entries: Sequence[SeenURL]) -> None:
+        now = _now()
+        rows = [(self.job, entry.fingerprint, entry.url, entry.depth, "waiting", now, now) for entry in entries]
+        self._run(_executemany, INSERT_URL, rows)
+
+    def contains_many(self, fingerprints: Sequence[bytes]) -> set[bytes]:
+        found: set[bytes] = self._run(self._contains, list(fingerprints))
+        return found
+
+    def _contains(self, connection: Connection[Cursor], fingerprints: list[bytes]) -> set[bytes]:
+        found: set[bytes] = set()
+        with connection.cursor() as cursor:
+            for chunk in _chunks(fingerprints):
+                cursor.execute(f"SELECT fingerprint FROM urls WHERE job = %s AND fingerprint IN ({_marks(chunk)})",
+                               [self.job, *chunk])
+                found.update(bytes(row[0]) for row in cursor.fetchall())
+        return found
+
+    def count(self) -> int:
+        def count_rows(connection: Connection[Cursor]) -> int:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT COUNT(*) FROM urls WHERE job = %s", (self.job,))
+                row = cursor.fetchone()
+                return int(row[0]) if row else 0
+
+        result: int = self._run(count_rows)
+        return result
+
+    def set_states(self, states: Sequence[URLState]) -> None:
+        rows = [(self.job, s.fingerprint, s.url, s.depth, s.state, s.at, s.at, s.http_status, s.error) for s in states]
+        self._run(_executemany, UPSERT_URL_STATE, rows)
+
+
+def _executemany(connection: Connection[Cursor], statement: str, rows: list[tuple[Any, ...]]) -> None:
+    with connection.cursor() as cursor:
+        cursor.executemany(statement, rows)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
