@@ -3,7 +3,8 @@
 Usage (from the repository root, with the project's virtualenv)::
 
     .venv/bin/python bench/bench_crawl.py [--pages 1000] [--links 5] [--rounds 3]
-        [--variants baseline,plain,jieba,rjieba,inline] [--body-chars 3000] [--topic WORD,...]
+        [--variants baseline,plain,jieba,rjieba,inline,mysql]
+        [--mysql-url URL] [--body-chars 3000] [--topic WORD,...]
         [--concurrency 16] [--backlog 128] [--segmentation-only]
         [--profile [--profile-variant plain] [--profile-out FILE]] [--keep]
 
@@ -25,7 +26,9 @@ site once with each variant:
   the others do, whatever its score; pages are read in the page-analysis process
   (``PAGE_PROCESSES=1``, the default);
 * **inline**: rjieba with ``PAGE_PROCESSES=0``, every page parsed, extracted and scored
-  on the reactor thread.
+  on the reactor thread;
+* **mysql** (not run unless named): plain, storing into MySQL (``--mysql-url``, a
+  database dropped and created afresh before every run) instead of SQLite.
 
 Each page's body holds ``--body-chars`` characters of real Chinese prose (0: none, the
 generator's one-line pages): the visible text of the ``reference``, ``faq`` and
@@ -139,10 +142,12 @@ class Variant:
         return self.name[0].upper()
 
 
-VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline")
+VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "mysql")
+DEFAULT_VARIANTS = ("baseline", "plain", "jieba", "rjieba", "inline")
+DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
 
 
-def make_variants(names: Sequence[str], topic: str) -> list[Variant]:
+def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYSQL_URL) -> list[Variant]:
     """The named variants, in the order given; the topic ones score with ``topic``."""
     everything = {"TOPIC_FOLLOW_ALL": "true", "TOPIC_STORE_ALL": "true"}
     table = {
@@ -152,6 +157,8 @@ def make_variants(names: Sequence[str], topic: str) -> list[Variant]:
         "rjieba": Variant("rjieba", {"TOPIC_SEGMENTER": "rjieba", **everything}, topic),
         # rjieba with every page read on the reactor thread, as before topicspider.pagepool.
         "inline": Variant("inline", {"TOPIC_SEGMENTER": "rjieba", "PAGE_PROCESSES": "0", **everything}, topic),
+        # plain, storing into MySQL: a database created afresh for every run.
+        "mysql": Variant("mysql", {"DATABASE_URL": mysql_url}),
     }
     return [table[name] for name in names]
 
@@ -443,14 +450,16 @@ def topicspider_command(site: Site, shared: Mapping[str, object], variant: Varia
 def run_topicspider(site: Site, workdir: Path, shared: Mapping[str, object], timeout: float,
                     *, variant: Variant, prefix: Sequence[str] = ()) -> Run:
     command = topicspider_command(site, shared, variant, prefix)
+    mysql_url = str(variant.settings.get("DATABASE_URL", ""))
+    if mysql_url:
+        fresh_mysql_database(mysql_url)
     wall = _run(command, workdir, project_env(), timeout, variant.name)
     stats_path = workdir / "stats.json"
     if not stats_path.exists():
         raise BenchFailure(f"{variant.name} wrote no stats.json:\n{_tail(workdir / 'stderr.txt')}")
     document = json.loads(stats_path.read_text())
     report, stats = document["report"], document["stats"]
-    with sqlite3.connect(workdir / "topicspider.db") as db:
-        stored = db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+    stored = count_mysql_pages(mysql_url) if mysql_url else count_sqlite_pages(workdir / "topicspider.db")
     expected = len(site.depths)
     scored = stats.get("topic/scored") if variant.topic else None
     if (report["pages_fetched"] != expected or stored != expected or report["errors"]
@@ -464,6 +473,40 @@ def run_topicspider(site: Site, workdir: Path, shared: Mapping[str, object], tim
     score_seconds = stats.get("topic/score_seconds", 0.0) if variant.topic else None
     return Run(variant.name, report["pages_fetched"], report["elapsed_seconds"], wall, requests, span,
                score_seconds=score_seconds, scored=scored)
+
+
+def count_sqlite_pages(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM pages").fetchone()[0])
+
+
+def _mysql_server(url: str) -> tuple[Any, str]:
+    """A connection to ``url``'s server (no database selected), and the database's name."""
+    from topicspider.storage.mysql import parse_mysql_url
+
+    target = parse_mysql_url(url)
+    import pymysql
+
+    connection = pymysql.connect(host=target.host, port=target.port, user=target.user, password=target.password,
+                                 charset="utf8mb4", autocommit=True)
+    return connection, target.database
+
+
+def fresh_mysql_database(url: str) -> None:
+    connection, database = _mysql_server(url)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        cursor.execute(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4")
+    connection.close()
+
+
+def count_mysql_pages(url: str) -> int:
+    connection, database = _mysql_server(url)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM `{database}`.pages")
+        (count,) = cursor.fetchone()
+    connection.close()
+    return int(count)
 
 
 def run_baseline(site: Site, workdir: Path, shared: Mapping[str, object], timeout: float) -> Run:
@@ -727,8 +770,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--links", type=int, default=5, help="random links per page (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the site (default 0)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every variant (default 3)")
-    parser.add_argument("--variants", type=_variant_names, default=list(VARIANT_NAMES),
-                        help=f"crawlers to compare, in the order of the first round (default {','.join(VARIANT_NAMES)})")
+    parser.add_argument("--variants", type=_variant_names, default=list(DEFAULT_VARIANTS),
+                        help=f"crawlers to compare, in the order of the first round, of {','.join(VARIANT_NAMES)}"
+                             f" (default {','.join(DEFAULT_VARIANTS)})")
+    parser.add_argument("--mysql-url", default=DEFAULT_MYSQL_URL,
+                        help="the mysql variant's DATABASE_URL; that database is dropped and created for every run"
+                             f" (default {DEFAULT_MYSQL_URL})")
     parser.add_argument("--body-chars", type=int, default=3000,
                         help="characters of Chinese prose per page body; 0 for none (default 3000)")
     parser.add_argument("--topic", default=DEFAULT_TOPIC,
@@ -807,7 +854,7 @@ def profile(options: argparse.Namespace, site: Site, shared: Mapping[str, object
 def benchmark(options: argparse.Namespace, scratch: Path) -> None:
     shared = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": options.concurrency,
               "CONCURRENT_REQUESTS_PER_DOMAIN": options.concurrency}
-    variants = make_variants(options.variants, options.topic)
+    variants = make_variants(options.variants, options.topic, options.mysql_url)
     body, bodies = page_bodies(options)
     if options.segmentation_only:
         print("\n".join(header_lines("topicspider segmentation speed", ("jieba", "rjieba"))))

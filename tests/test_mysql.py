@@ -226,3 +226,36 @@ def test_pages_the_database_cannot_take_are_spilled_then_replayed(tmp_path, serv
     assert f"Stored {spilled} pages" in replay.stdout
     assert query(url, "SELECT COUNT(*) FROM pages") == [(pages,)]
     assert not (workdir / "topicspider-spill.jsonl").exists()
+
+
+def test_the_urls_table_is_the_exact_store_behind_a_small_lru(tmp_path, serve, crawl, mysql_url):
+    depths = generate_site(tmp_path / "site", pages=150, links_per_page=4)
+    site = serve(tmp_path / "site")
+
+    result = crawl(site.url + "/", depth=10, settings={"DATABASE_URL": mysql_url, "DUPEFILTER_LRU_CAPACITY": 10})
+
+    assert result.returncode == 0, result.stderr
+    requested = site.paths()
+    assert len(requested) == len(set(requested)) == len(depths), "every URL fetched once"
+    assert result.stats["dupefilter/store_lookups"] > 0 and result.stats["dupefilter/store_hits"] > 0
+    assert query(mysql_url, "SELECT state, COUNT(*) FROM urls GROUP BY state") == [("done", len(depths))]
+    assert query(mysql_url, "SELECT COUNT(*) FROM pages p JOIN urls u ON u.fingerprint = p.url_hash") == [(len(depths),)]
+
+
+def test_credentials_come_from_the_url_or_the_environment(monkeypatch):
+    from topicspider.storage.mysql import parse_mysql_url
+
+    monkeypatch.delenv("MYSQL_USER", raising=False)
+    monkeypatch.delenv("MYSQL_PASSWORD", raising=False)
+    target = parse_mysql_url("mysql://bob:p%40ss@db.example.cn/corpus")
+    assert (target.user, target.password, target.host, target.port, target.database) == \
+        ("bob", "p@ss", "db.example.cn", 3306, "corpus")
+    assert "p@ss" not in repr(target) and target.where == "db.example.cn:3306/corpus"
+    with pytest.raises(ConfigError, match="no user"):
+        parse_mysql_url("mysql://db.example.cn/corpus")
+    monkeypatch.setenv("MYSQL_USER", "crawler")
+    monkeypatch.setenv("MYSQL_PASSWORD", "from-env")
+    target = parse_mysql_url("mysql://db.example.cn:3307/corpus")
+    assert (target.user, target.password, target.port) == ("crawler", "from-env", 3307)
+    with pytest.raises(ConfigError, match="options after"):
+        parse_mysql_url("mysql://db.example.cn/corpus?ssl=1")
