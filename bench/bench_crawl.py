@@ -27,6 +27,7 @@ site once with each variant:
   (``PAGE_PROCESSES=1``, the default);
 * **inline**: rjieba with ``PAGE_PROCESSES=0``, every page parsed, extracted and scored
   on the reactor thread;
+* **unpooled** (not run unless named): plain with ``PAGE_PROCESSES=0``;
 * **mysql** (not run unless named): plain, storing into MySQL (``--mysql-url``, a
   database dropped and created afresh before every run) instead of SQLite.
 
@@ -142,7 +143,7 @@ class Variant:
         return self.name[0].upper()
 
 
-VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "mysql")
+VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "mysql")
 DEFAULT_VARIANTS = ("baseline", "plain", "jieba", "rjieba", "inline")
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
 
@@ -157,6 +158,8 @@ def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYS
         "rjieba": Variant("rjieba", {"TOPIC_SEGMENTER": "rjieba", **everything}, topic),
         # rjieba with every page read on the reactor thread, as before topicspider.pagepool.
         "inline": Variant("inline", {"TOPIC_SEGMENTER": "rjieba", "PAGE_PROCESSES": "0", **everything}, topic),
+        # plain with every page read on the reactor thread.
+        "unpooled": Variant("unpooled", {"PAGE_PROCESSES": "0"}),
         # plain, storing into MySQL: a database created afresh for every run.
         "mysql": Variant("mysql", {"DATABASE_URL": mysql_url}),
     }
