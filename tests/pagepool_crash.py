@@ -1,11 +1,15 @@
 """Run by tests/test_analysis.py: six pages and a seventh whose analysis kills its
-worker process, read concurrently by a real PagePool; prints what came back as JSON."""
+worker process (``kill``), or hangs it (``hang``), or every page killing its worker
+(``always``), read concurrently by a real PagePool; prints what came back as JSON."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import sys
+import time
+import traceback
 from collections import Counter
 from types import SimpleNamespace
 from typing import Any
@@ -16,12 +20,26 @@ from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page
 from topicspider.localsite import page_html
 
 KILLER = "http://www.example.cn/kill.html"
+TIMEOUT = 3.0
 
 
 def analyse_or_die(page: Page, rules: PageRules) -> PageAnalysis:
     if page.url == KILLER:
         os._exit(3)  # as a segfault or the OOM killer would end it
     return analyse_page(page, rules)
+
+
+def analyse_or_hang(page: Page, rules: PageRules) -> PageAnalysis:
+    if page.url == KILLER:
+        time.sleep(3600)  # as a regular expression gone exponential would
+    return analyse_page(page, rules)
+
+
+def always_die(page: Page, rules: PageRules) -> PageAnalysis:
+    os._exit(3)
+
+
+FUNCTIONS = {"kill": analyse_or_die, "hang": analyse_or_hang, "always": always_die}
 
 
 class Stats:
@@ -32,12 +50,13 @@ class Stats:
         self.values[key] += count
 
 
-async def main() -> dict[str, Any]:
+async def main(mode: str) -> dict[str, Any]:
     from topicspider.pagepool import PageLost, PagePool
 
     crawler = SimpleNamespace(stats=Stats())
-    pool = PagePool(crawler, 1, analyse_or_die)  # type: ignore[arg-type]
+    pool = PagePool(crawler, 1, TIMEOUT, FUNCTIONS[mode])  # type: ignore[arg-type]
     pool.start(PageRules())
+    await pool.ready()
     pages = [Page(f"http://www.example.cn/{number}.html", page_html(f"page {number}", "x", []).encode(),
                   "utf-8", "example.cn", 1) for number in range(6)]
     pages.insert(2, Page(KILLER, b"<html></html>", "utf-8", "example.cn", 1))
@@ -45,7 +64,11 @@ async def main() -> dict[str, Any]:
     pool.close()
     lost = [page.url for page, result in zip(pages, results) if isinstance(result, PageLost)]
     titles = [result.title for result in results if isinstance(result, PageAnalysis)]
-    return {"lost": lost, "titles": titles, "stats": dict(crawler.stats.values)}
+    failures = sorted({type(result).__name__ for result in results if isinstance(result, BaseException)})
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, PageLost):
+            traceback.print_exception(result)  # for the test's failure message
+    return {"lost": lost, "titles": titles, "stats": dict(crawler.stats.values), "failures": failures}
 
 
 if __name__ == "__main__":
@@ -56,7 +79,7 @@ if __name__ == "__main__":
 
     async def run() -> None:
         try:
-            outcome.update(await main())
+            outcome.update(await main(sys.argv[1]))
         finally:
             reactor.stop()
 

@@ -98,22 +98,21 @@ class PrivateMariaDB:
     process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        log = (self.root / "server.log").open("ab")
-        self.process = subprocess.Popen(
-            [MARIADBD, "--no-defaults", f"--datadir={self.root / 'data'}", "--user=root", f"--port={self.port}",
-             "--bind-address=127.0.0.1", f"--socket={self.root / 'sock'}", f"--pid-file={self.root / 'pid'}",
-             "--skip-log-bin", "--innodb-buffer-pool-size=32M", "--skip-name-resolve"],
-            stdout=log, stderr=log,
-        )
+        with (self.root / "server.log").open("ab") as log:
+            self.process = subprocess.Popen(
+                [MARIADBD, "--no-defaults", f"--datadir={self.root / 'data'}", "--user=root", f"--port={self.port}",
+                 "--bind-address=127.0.0.1", f"--socket={self.root / 'sock'}", f"--pid-file={self.root / 'pid'}",
+                 "--skip-log-bin", "--innodb-buffer-pool-size=32M", "--skip-name-resolve"],
+                stdout=log, stderr=log,
+            )
         deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
                 mysql_connect(self.url("root", ""), database=False).close()
                 return
             except Exception:  # noqa: BLE001 - not up yet
-                if self.process.poll() is not None:
-                    break
                 time.sleep(0.1)
+        self.kill()
         raise RuntimeError(f"private MariaDB did not start: {(self.root / 'server.log').read_text()[-2000:]}")
 
     def kill(self) -> None:

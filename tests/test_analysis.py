@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.test_focus import KEYWORDS, OFF_TOPIC, ON_TOPIC, mixed_site  # noqa: F401 (fixture)
 from topicspider.analysis import Link, Page, PageRules, analyse_page
 from topicspider.localsite import page_html
@@ -100,14 +102,26 @@ def test_a_topic_survives_pickling_with_its_added_words() -> None:
     assert "容器编排" in copy.segmenter.terms(text)
 
 
-def test_a_worker_that_dies_loses_only_the_page_that_killed_it() -> None:
-    done = subprocess.run([sys.executable, "-m", "tests.pagepool_crash"], capture_output=True, text=True,
+def run_pool(mode: str) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-m", "tests.pagepool_crash", mode], capture_output=True, text=True,
                           timeout=120, env=project_env(), cwd=Path(__file__).parent.parent)
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+@pytest.mark.parametrize("mode", ["kill", "hang"])
+def test_a_worker_that_dies_or_hangs_loses_only_the_page_that_did_it(mode: str) -> None:
+    result = run_pool(mode)
     assert result["lost"] == ["http://www.example.cn/kill.html"]
-    assert sorted(result["titles"]) == [f"page {number}" for number in range(6)]
+    assert sorted(result["titles"]) == [f"page {number}" for number in range(6)]  # type: ignore[type-var]
     assert result["stats"] == {"pagepool/restarts": 1, "pagepool/lost": 1}
+
+
+def test_workers_that_always_die_end_the_crawl() -> None:
+    result = run_pool("always")
+    assert result["titles"] == [] and "PagePoolFailed" in result["failures"]  # type: ignore[operator]
+    assert result["stats"]["pagepool/lost"] == 7, "each page counted"  # type: ignore[index]
 
 
 def test_pages_read_in_worker_processes_and_on_the_reactor_alike(mixed_site, serve, crawl) -> None:  # noqa: F811

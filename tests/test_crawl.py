@@ -237,7 +237,7 @@ def test_a_page_that_fails_to_parse_does_not_stop_the_crawl(tmp_path, serve, cra
     assert result.report["errors"] == 0
 
 
-def test_pages_the_database_refuses_are_spilled_reported_and_replayed(tmp_path, serve, crawl):
+def test_a_page_the_database_refuses_is_isolated_spilled_and_replayed(tmp_path, serve, crawl):
     import sqlite3
 
     generate_site(tmp_path / "site", pages=5, links_per_page=2)
@@ -245,26 +245,30 @@ def test_pages_the_database_refuses_are_spilled_reported_and_replayed(tmp_path, 
     crawl(site.url + "/", depth=0)
     database = tmp_path / "work" / "topicspider.db"
     with sqlite3.connect(database) as db:
-        db.execute("CREATE TRIGGER refuse BEFORE INSERT ON pages BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        db.execute("CREATE TRIGGER refuse BEFORE INSERT ON pages WHEN NEW.url LIKE '%/p3.html'"
+                   " BEGIN SELECT RAISE(ABORT, 'refused'); END")
 
-    result = crawl(site.url + "/", depth=5)
+    result = crawl(site.url + "/", depth=5, settings={"STORAGE_BATCH_SIZE": 10, "STORAGE_FLUSH_INTERVAL": 60})
 
     assert result.returncode == 0
-    spilled = result.stats["storage/pages_spilled"]
-    assert spilled >= 4 and result.stats["storage/errors"] >= 1
+    assert result.stats["storage/pages_refused"] == 1 and result.stats["storage/pages_spilled"] == 1
+    assert result.stats["storage/pages_written"] == 4, "the rest of its batch is stored"
     assert result.stats.get("storage/retries", 0) == 0, "a refusal is not retried"
-    assert result.report["pages_spilled"] == spilled and result.report["errors"] >= spilled
-    assert "Could not store" in result.stderr and "refused" in result.stderr
-    assert "scrapy replay-spill topicspider-spill.jsonl" in result.stdout
+    assert result.report["pages_spilled"] == 1 and result.report["errors"] >= 1
+    assert "refused 1 pages" in result.stderr and "scrapy replay-spill topicspider-spill.jsonl" in result.stdout
+    replay = [sys.executable, "-m", "scrapy", "replay-spill"]
+
+    refused_again = run_project(replay, result.workdir)
+
+    assert refused_again.returncode == 1 and "refused 1 pages, kept in topicspider-spill.jsonl.rejected" in refused_again.stderr
+    assert not (result.workdir / "topicspider-spill.jsonl").exists()
     with sqlite3.connect(database) as db:
         db.execute("DROP TRIGGER refuse")
-
-    replay = run_project([sys.executable, "-m", "scrapy", "replay-spill"], result.workdir)
-
-    assert replay.returncode == 0, replay.stderr
-    assert len(result.pages()) == 5 and not (result.workdir / "topicspider-spill.jsonl").exists()
-    again = run_project([sys.executable, "-m", "scrapy", "replay-spill"], result.workdir)
-    assert again.returncode == 2 and "topicspider: error: no spill file" in again.stderr
+    stored = run_project([*replay, "topicspider-spill.jsonl.rejected"], result.workdir)
+    assert stored.returncode == 0, stored.stderr
+    assert site.url + "/p3.html" in result.pages() and len(result.pages()) == 5
+    missing = run_project(replay, result.workdir)
+    assert missing.returncode == 2 and "topicspider: error: no spill file" in missing.stderr
 
 
 def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):

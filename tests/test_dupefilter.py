@@ -4,6 +4,7 @@ pause/resume with JOBDIR, against real crawls."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -95,7 +96,8 @@ def test_pause_and_resume_with_jobdir(tmp_path, serve):
     requested = Counter(site.paths())
     assert set(requested) == set(depths), "no URL that was waiting is lost"
     assert max(requested.values()) == 1, "no URL is fetched twice"
-    assert "Resuming job job:" in resumed.stderr
+    job = (jobdir / "topicspider-job").read_text().strip()
+    assert re.fullmatch(r"job-[0-9a-f]{8}", job) and f"Resuming job {job}:" in resumed.stderr
     import sqlite3
     with sqlite3.connect(workdir / "topicspider.db") as db:
         assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (150,)

@@ -24,10 +24,11 @@ TRICKY_TITLE = "O'Reilly 的 \"引号\" 和 emoji 😀; DROP TABLE pages; --"
 
 
 def write_site(root: Path) -> None:
-    """Pages with e-mails, a tricky title, a 404 link and a page robots.txt forbids."""
+    """Pages with e-mails, a tricky title, a 404 link, a redirect and a page robots.txt forbids."""
     root.mkdir()
     pages = {
-        "index.html": ("首页", "联系 webmaster@example.cn", ["a.html", "b.html", "missing.html", "private/x.html"]),
+        "index.html": ("首页", "联系 webmaster@example.cn",
+                       ["a.html", "b.html", "missing.html", "private/x.html", "old.html"]),
         "a.html": (TRICKY_TITLE, "写信给 a@example.cn 或 b@example.org", ["c.html"]),
         "b.html": ("第二页", "没有邮箱", ["c.html"]),
         "c.html": ("第三页 🚀", "sales [at] example [dot] com", []),
@@ -37,6 +38,8 @@ def write_site(root: Path) -> None:
     (root / "private").mkdir()
     (root / "private" / "x.html").write_text(page_html("secret", "", []), encoding="utf-8")
     (root / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n", encoding="utf-8")
+    (root / "old.html").write_text("", encoding="utf-8")
+    (root / "old.html.headers").write_text("Status: 301\nLocation: /c.html\n", encoding="utf-8")
 
 
 def stored(rows: list[tuple[Any, ...]]) -> dict[str, tuple[str, list[str]]]:
@@ -85,8 +88,9 @@ def test_url_states_show_the_crawl_job_in_sql(tmp_path, serve, crawl, mysql_url)
     assert states["/c.html"] == ("done", 2, 200, None)
     assert states["/missing.html"] == ("error", 1, 404, "HTTP 404")
     assert states["/private/x.html"][0] == "error" and states["/private/x.html"][3].startswith("ignored:")
-    assert len(states) == 6, "every URL the crawl met, once"
-    assert result.stats["urlstate/updates"] == 11, "running and an outcome for each fetched URL, one for the refused"
+    assert states["/old.html"] == ("done", 1, 301, None)
+    assert len(states) == 7, "every URL the crawl met, once"
+    assert result.stats["urlstate/updates"] == 13, "running and an outcome for each fetched URL, one for the refused"
 
 
 def test_a_recrawl_updates_pages_in_place(tmp_path, serve, crawl, mysql_url):
@@ -259,3 +263,27 @@ def test_credentials_come_from_the_url_or_the_environment(monkeypatch):
     assert (target.user, target.password, target.port) == ("crawler", "from-env", 3307)
     with pytest.raises(ConfigError, match="options after"):
         parse_mysql_url("mysql://db.example.cn/corpus?ssl=1")
+
+
+def test_a_url_state_only_moves_forward(mysql_url):
+    from datetime import datetime
+
+    from topicspider.storage.mysql import MySQLURLTable
+    from topicspider.storage.seen import SeenURL, URLState
+
+    table = MySQLURLTable(mysql_url, "job-1")
+    fingerprint, url, now = b"f" * 16, "http://a.cn/x", datetime(2026, 11, 30, 12, 0, 0)
+    table.add_many([SeenURL(fingerprint, url, 2)])
+    table.set_states([URLState(fingerprint, url, 2, "done", now, 200)])
+    table.set_states([URLState(fingerprint, url, 2, "running", now)])  # late, from another batch
+    table.add_many([SeenURL(fingerprint, url, 2)])
+    assert query(mysql_url, "SELECT state, http_status, last_error FROM urls") == [("done", 200, None)]
+    table.set_states([URLState(b"g" * 16, "http://a.cn/y", 1, "error", now, 503, "HTTP 503")])
+    table.set_states([URLState(b"g" * 16, "http://a.cn/y", 1, "running", now)])
+    assert query(mysql_url, "SELECT state, http_status FROM urls WHERE url = 'http://a.cn/y'") == [("error", 503)]
+    table.set_states([URLState(b"g" * 16, "http://a.cn/y", 1, "done", now, 200)])  # the retry succeeded
+    assert query(mysql_url, "SELECT state, http_status, last_error FROM urls WHERE url = 'http://a.cn/y'") == \
+        [("done", 200, None)]
+    assert table.contains_many([fingerprint, b"g" * 16, b"h" * 16]) == {fingerprint, b"g" * 16}
+    assert MySQLURLTable(mysql_url, "job-2").count() == 0 and table.count() == 2
+    table.close()

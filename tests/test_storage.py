@@ -75,6 +75,12 @@ def test_a_relative_path_is_relative_to_the_working_directory(tmp_path: Path, mo
     ("mysql://root@db/x", "mysql://root@db/x"),
     ("mysql://:p%40ss@db/x", "mysql://:***@db/x"),
     ("sqlite:///a.db", "sqlite:///a.db"),
+    ("sqlite:///dir/a@b.db", "sqlite:///dir/a@b.db"),
+    ("mysql://user:pa/ss@db/x", "mysql://user:***@db/x"),
+    ("mysql://user:pa#ss@db/x", "mysql://user:***@db/x"),
+    ("mysql://user:pa?ss@db/x", "mysql://user:***@db/x"),
+    ("mysql://user:p@ss@db/x", "mysql://user:***@db/x"),
+    ("mysql://user:[pass@db/x", "mysql://user:***@db/x"),
 ])
 def test_passwords_are_masked(url: str, masked: str) -> None:
     assert mask_url(url) == masked

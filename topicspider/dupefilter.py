@@ -7,7 +7,8 @@ canonical URL) and topicspider's ``FrontierScheduler``, which asks the store
 asynchronously. Settings: ``DUPEFILTER_LRU_CAPACITY``, ``DUPEFILTER_FLUSH_SIZE``,
 ``DUPEFILTER_DEBUG``, ``JOBDIR``. Stats: ``dupefilter/filtered``,
 ``dupefilter/lru_hits``, ``dupefilter/lru_evictions``, ``dupefilter/store_lookups``,
-``dupefilter/store_hits``, ``dupefilter/store_writes``, ``dupefilter/store_write_errors``.
+``dupefilter/store_hits``, ``dupefilter/store_writes``, ``dupefilter/store_write_errors``,
+``dupefilter/store_write_dropped``.
 
 The LRU is the fast path and the store is the truth. A fingerprint missing from the
 LRU is new for sure while nothing has been evicted and the store started empty;
@@ -182,6 +183,10 @@ class LRUDupeFilter(BaseDupeFilter):
         try:
             await self.flush()
             await self._in_thread(lambda: None)  # the one store thread has written all before it
+            if self.unflushed:
+                # A resumed job would fetch these again.
+                self.stats.inc_value("dupefilter/store_write_dropped", len(self.unflushed))
+                logger.error("%d fingerprints could not be written to the URL store at close", len(self.unflushed))
         finally:
             if self.store is not None:
                 await self._in_thread(self.store.close)

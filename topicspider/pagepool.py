@@ -9,10 +9,13 @@ hold the GIL. ``PAGE_PROCESSES = 0`` analyses pages on the reactor thread.
 The workers are started with ``spawn`` (a fork of a process running a reactor and
 threads could inherit a held lock) and each loads the crawl's :class:`PageRules`,
 segmenter dictionary included, once. A worker that dies (killed, out of memory, a
-crash in a C library) breaks the pool, and every page it held fails with it: a new
-pool is started (``pagepool/restarts``), and those pages are analysed again one at a
-time in a pool of one process of their own, so that the page that kills a worker there
-is the culprit: it is given up and counted (``pagepool/lost``), the others are read.
+crash in a C library), or one that takes over ``PAGE_TIMEOUT`` seconds on a page and is
+stopped, breaks the pool, and every page it held fails with it: a new pool is started
+(``pagepool/restarts``), and those pages are analysed again one at a time in a pool of
+one process of their own, so that a page that kills or hangs a worker there is the
+culprit: it is given up and counted (``pagepool/lost``), the others are read. After
+:data:`MAX_DEATHS_IN_A_ROW` restarts with no page read in between (a worker that
+cannot start, memory exhausted), :class:`PagePoolFailed` ends the crawl.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import defer
 from twisted.internet.defer import Deferred, DeferredLock
 
 from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page
-from topicspider.config import get_int
+from topicspider.config import get_float, get_int
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,12 +42,19 @@ logger = logging.getLogger(__name__)
 
 Analyse = Callable[[Page, PageRules], PageAnalysis]
 
+# Worker deaths (or hangs) with no page read in between before the crawl gives up.
+MAX_DEATHS_IN_A_ROW = 5
+
 _worker_rules: PageRules | None = None
 _worker_analyse: Analyse = analyse_page
 
 
 class PageLost(Exception):
-    """A page broke the pool on every attempt."""
+    """A page killed or hung a page-analysis process even when read alone."""
+
+
+class PagePoolFailed(PageLost):
+    """Page-analysis processes keep dying whatever the page: the crawl cannot go on."""
 
 
 def _init_worker(rules: PageRules, analyse: Analyse) -> None:
@@ -68,10 +79,13 @@ def _ready() -> bool:
 
 
 class PagePool:
-    def __init__(self, crawler: Crawler, processes: int, analyse: Analyse = analyse_page) -> None:
+    def __init__(self, crawler: Crawler, processes: int, timeout: float = 60.0, analyse: Analyse = analyse_page) -> None:
         self.crawler = crawler
         self.processes = processes
+        self.timeout = timeout
         self.analyse_function = analyse
+        self._deaths_in_a_row = 0
+        self._starting: list[Deferred[Any]] = []
         self.rules: PageRules | None = None
         self._executor: ProcessPoolExecutor | None = None
         # Pages whose pool broke, retried one at a time.
@@ -80,15 +94,29 @@ class PagePool:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PagePool:
-        return cls(crawler, get_int(crawler.settings, "PAGE_PROCESSES"))
+        settings = crawler.settings
+        return cls(crawler, get_int(settings, "PAGE_PROCESSES"), get_float(settings, "PAGE_TIMEOUT"))
 
     def start(self, rules: PageRules) -> None:
-        """Start the workers now (they load while the seeds download)."""
+        """Start the workers; :meth:`ready` waits until they have loaded."""
         self.rules = rules
         if self.processes:
             self._executor = self._new_executor(self.processes)
-            for _ in range(self.processes):
-                self._executor.submit(_ready)
+            self._starting = [_deferred(self._executor.submit(_ready)) for _ in range(self.processes)]
+
+    async def ready(self) -> None:
+        """Return once every worker has loaded (its imports and dictionary take about a
+        second of CPU, better spent before the first requests than among them); raise
+        :class:`PagePoolFailed` if they cannot start."""
+        from twisted.internet import reactor
+
+        starting, self._starting = self._starting, []
+        for deferred in starting:
+            deferred.addTimeout(self.timeout, reactor)
+            try:
+                await maybe_deferred_to_future(deferred)
+            except (BrokenProcessPool, defer.TimeoutError) as exc:
+                raise PagePoolFailed(f"the page-analysis processes did not start: {exc!r}") from None
 
     def _new_executor(self, processes: int) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
@@ -104,15 +132,31 @@ class PagePool:
             return self.analyse_function(page, self.rules)
         executor = self._executor
         try:
-            return await _submit(executor, page)
-        except BrokenProcessPool:
-            self._replace(executor)
-        return await self._analyse_alone(page)
+            analysis = await self._submit(executor, page)
+        except (BrokenProcessPool, defer.TimeoutError) as exc:
+            self._replace(executor, exc)
+            return await self._analyse_alone(page)
+        self._deaths_in_a_row = 0
+        return analysis
 
-    def _replace(self, broken: ProcessPoolExecutor) -> None:
+    async def _submit(self, executor: ProcessPoolExecutor, page: Page) -> PageAnalysis:
+        from twisted.internet import reactor
+
+        deferred = _deferred(executor.submit(_analyse_in_worker, page))
+        deferred.addTimeout(self.timeout, reactor)
+        try:
+            result: PageAnalysis = await maybe_deferred_to_future(deferred)
+        except defer.TimeoutError:
+            _stop_workers(executor)  # the hung worker, and so the pool: its other pages go alone
+            raise
+        return result
+
+    def _replace(self, broken: ProcessPoolExecutor, why: Exception) -> None:
         if self._executor is not broken:
             return  # another page's failure replaced it already
-        logger.error("A page-analysis process died; starting new ones")
+        self._count_death()
+        what = "hung" if isinstance(why, defer.TimeoutError) else "died"
+        logger.error("A page-analysis process %s; starting new ones", what)
         self._count("pagepool/restarts")
         broken.shutdown(wait=False, cancel_futures=True)
         self._executor = self._new_executor(self.processes)
@@ -123,14 +167,25 @@ class PagePool:
             if self._quarantine is None:
                 self._quarantine = self._new_executor(1)
             try:
-                return await _submit(self._quarantine, page)
-            except BrokenProcessPool:
+                analysis = await self._submit(self._quarantine, page)
+            except (BrokenProcessPool, defer.TimeoutError) as exc:
                 self._quarantine.shutdown(wait=False)
                 self._quarantine = None
+                what = f"hangs over {self.timeout:g} s" if isinstance(exc, defer.TimeoutError) else "dies"
+            else:
+                self._deaths_in_a_row = 0
+                return analysis
         finally:
             self._quarantine_lock.release()
         self._count("pagepool/lost")
-        raise PageLost(f"a page-analysis process dies reading {page.url}")
+        self._count_death()
+        raise PageLost(f"a page-analysis process {what} reading {page.url}")
+
+    def _count_death(self) -> None:
+        self._deaths_in_a_row += 1
+        if self._deaths_in_a_row > MAX_DEATHS_IN_A_ROW:
+            raise PagePoolFailed(f"page-analysis processes died or hung {self._deaths_in_a_row} times in a row"
+                                 " without reading a page; see the log above")
 
     def close(self) -> None:
         for executor in (self._executor, self._quarantine):
@@ -144,8 +199,10 @@ class PagePool:
         self.crawler.stats.inc_value(key)
 
 
-async def _submit(executor: ProcessPoolExecutor, page: Page) -> PageAnalysis:
-    return await maybe_deferred_to_future(_deferred(executor.submit(_analyse_in_worker, page)))
+def _stop_workers(executor: ProcessPoolExecutor) -> None:
+    # No public way to stop a running task; ProcessPoolExecutor keeps its processes here.
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def _deferred(future: Future[Any]) -> Deferred[Any]:
@@ -155,6 +212,8 @@ def _deferred(future: Future[Any]) -> Deferred[Any]:
     deferred: Deferred[Any] = Deferred()
 
     def fire(done: Future[Any]) -> None:
+        if deferred.called:
+            return  # timed out already
         try:
             result = done.result()  # raises CancelledError for a page left at close
         except BaseException as error:

@@ -108,5 +108,6 @@ TOPIC_TRAIN_OUTPUT = ""
 # Processes that parse, extract and score pages off the reactor thread; one keeps up
 # with the reactor (analysis takes about half its time per page), 0 parses on it.
 PAGE_PROCESSES = 1
+PAGE_TIMEOUT = 60.0  # seconds a page may hold a worker before it is stopped
 CRAWL_LOG = "crawl.log"
 STATS_FILE = "stats.json"

@@ -36,15 +36,22 @@ class BadURL(ValueError):
     """A URL that cannot be crawled: wrong scheme, no or malformed host, bad port."""
 
 
+# "scheme://user:" then everything up to the last "@": a password may hold an
+# unescaped "/", "#", "?" or "@" that a URL parser would read as the end of the host.
+LOOSE_CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:).*@")
+
+
 def mask_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``, fit for logs and error messages."""
+    """``url`` with any password replaced by ``***``, fit for logs and error messages.
+
+    When in doubt it masks too much: in ``http://host:8080/a@b`` the port and path."""
     try:
         parts = urlsplit(url)
         password = parts.password
     except ValueError:
-        return re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", url)
+        password = None
     if password is None:
-        return url
+        return LOOSE_CREDENTIALS.sub(r"\1***@", url)
     netloc = parts.netloc.rsplit("@", 1)[1]
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc}"))
 

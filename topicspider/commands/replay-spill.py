@@ -1,11 +1,12 @@
 """``scrapy replay-spill [FILE]``: store the pages a crawl spilled when the database
 would not take them (``STORAGE_SPILL_FILE``, the default file), into ``DATABASE_URL``.
 
-Pages are upserted, so replaying twice, or after a crawl stored a newer copy of a page,
-does no harm; but the spilled copy wins over a newer one, so replay before re-crawling. The file
-is removed once every page is stored; on a failure it is kept whole, with the count
-of pages written so far, and the command exits 1 (run it again). A bad file or
-database gets one line and exit status 2.
+The file is claimed first (moved aside under a lock), so a crawl may go on spilling to
+it meanwhile. Pages are upserted, so replaying twice does no harm; but a spilled copy
+wins over a newer one, so replay before re-crawling. Pages the database still refuses
+(a value it will not take) are set aside in ``FILE.rejected``, with exit status 1. If
+the database fails, every page not yet stored goes back to ``FILE`` and the command
+exits 1 (run it again). A bad file or database gets one line and exit status 2.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from topicspider.config import ConfigError, get_int
-from topicspider.storage import StorageError, open_store
-from topicspider.storage.spill import read_spill
+from topicspider.items import PageItem
+from topicspider.storage import BatchOutcome, StorageError, Store, open_store, write_isolating
+from topicspider.storage.spill import claim_spill, give_back, read_spill, spill_pages
 from topicspider.urls import mask_url
 
 if TYPE_CHECKING:
@@ -45,25 +47,36 @@ class Command(ScrapyCommand):
         try:
             if not path.is_file():
                 raise ConfigError(f"no spill file {str(path)!r}")
-            pages = list(read_spill(path))
+            list(read_spill(path))  # a bad file is refused before anything is written
             batch_size = get_int(self.settings, "STORAGE_BATCH_SIZE")
             store = open_store(database_url)
         except ConfigError as exc:
             sys.stderr.write(f"topicspider: error: {exc}\n")
             self.exitcode = 2
             return
-        written = 0
+        claimed = claim_spill(path)
         try:
-            for start in range(0, len(pages), batch_size):
-                batch = pages[start:start + batch_size]
-                store.write_pages(batch)
-                written += len(batch)
+            outcome = self._replay(store, list(read_spill(claimed)), batch_size)
         except StorageError as exc:
-            sys.stderr.write(f"topicspider: error: {written} of {len(pages)} pages stored, then: {exc}; "
-                             f"{path} is kept, run this again\n")
+            give_back(claimed, path)
+            sys.stderr.write(f"topicspider: error: {exc}; the pages are back in {path} (those stored will be rewritten), run this again\n")
             self.exitcode = 1
             return
         finally:
             store.close()
-        path.unlink()
-        print(f"Stored {written} pages from {path} in {mask_url(database_url)}; {path} removed")
+        claimed.unlink()
+        print(f"Stored {outcome.written} pages from {path} in {mask_url(database_url)}")
+        if outcome.refused:
+            rejected = path.with_name(f"{path.name}.rejected")
+            spill_pages(rejected, [page for page, _ in outcome.refused])
+            page, reason = outcome.refused[0]
+            sys.stderr.write(f"topicspider: error: the database refused {len(outcome.refused)} pages, kept in "
+                             f"{rejected} (e.g. {page.url}: {reason})\n")
+            self.exitcode = 1
+
+    @staticmethod
+    def _replay(store: Store, pages: list[PageItem], batch_size: int) -> BatchOutcome:
+        outcome = BatchOutcome()
+        for start in range(0, len(pages), batch_size):
+            outcome += write_isolating(store, pages[start:start + batch_size])
+        return outcome

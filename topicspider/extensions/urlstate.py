@@ -5,8 +5,10 @@ Enabled by ``topicspider.extensions.urlstate.URLStateLog`` in ``EXTENSIONS``, wh
 ``DATABASE_URL`` is a MySQL one (``NotConfigured`` otherwise). The dupefilter's store
 adds every new URL as ``waiting``; this marks it ``running`` when it reaches the
 downloader, then ``done`` (with its HTTP status) or ``error`` (with the reason) once
-the outcome is known. Only page requests count, not robots.txt or training samples.
-A state never goes back. Updates are written every second, in batches, on a thread of
+the outcome is known (a redirect is done with its 3xx status; its target is a URL of its
+own). Only page requests count, not robots.txt or training samples. A state only moves
+forward, in the order waiting, running, error, done: an error answer that is retried
+and then succeeds ends done. Updates are written every second, in batches, on a thread of
 their own; a failed write is tried again with the next batch, and at most
 :data:`MAX_PENDING` updates wait. Stats: ``urlstate/updates``, ``urlstate/errors``,
 ``urlstate/dropped``.
@@ -66,7 +68,8 @@ class URLStateLog:
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(extension.request_reached_downloader, signal=signals.request_reached_downloader)
-        crawler.signals.connect(extension.response_received, signal=signals.response_received)
+        # Every download, a redirect's 3xx and a retried 503 included, unlike response_received.
+        crawler.signals.connect(extension.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(extension.fetch_failed, signal=fetch_failed)
         return extension
 
@@ -81,24 +84,27 @@ class URLStateLog:
     def request_reached_downloader(self, request: Request, **_: Any) -> None:
         self._add(request, "running")
 
-    def response_received(self, response: Response, request: Request, **_: Any) -> None:
+    def response_downloaded(self, response: Response, request: Request, **_: Any) -> None:
         failed = response.status >= 400
         self._add(request, "error" if failed else "done", response.status, f"HTTP {response.status}" if failed else None)
 
     def fetch_failed(self, request: Request, reason: str) -> None:
-        if not reason.startswith("HTTP "):  # response_received had it, with its status
+        if not reason.startswith("HTTP "):  # response_downloaded had it, with its status
             self._add(request, "error", error=reason)
 
     def _add(self, request: Request, state: str, status: int | None = None, error: str | None = None) -> None:
         depth = request.meta.get("depth")
         if depth is None:
             return  # not a page request: robots.txt, a training sample
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        error = error[:ERROR_MAX_CHARS] if error else None
+        self._append(URLState(self.fingerprinter.fingerprint(request), request.url, depth, state, now, status, error))
+
+    def _append(self, state: URLState) -> None:
         if len(self.pending) >= MAX_PENDING:
             self.stats.inc_value("urlstate/dropped")
             return
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
-        error = error[:ERROR_MAX_CHARS] if error else None
-        self.pending.append(URLState(self.fingerprinter.fingerprint(request), request.url, depth, state, now, status, error))
+        self.pending.append(state)
 
     def _timed_flush(self) -> Deferred[None]:
         return deferred_from_coro(self.flush())
@@ -133,4 +139,5 @@ class URLStateLog:
             self.table = None
             self.pool.stop()
         if self.pending:
+            self.stats.inc_value("urlstate/dropped", len(self.pending))
             logger.error("%d URL state updates could not be written", len(self.pending))

@@ -4,16 +4,18 @@ Enabled by ``topicspider.pipelines.storage.StoragePipeline`` in ``ITEM_PIPELINES
 Settings: ``DATABASE_URL``, ``STORAGE_BATCH_SIZE``, ``STORAGE_FLUSH_INTERVAL``,
 ``STORAGE_RETRY_TIMES``, ``STORAGE_RETRY_DELAY``, ``STORAGE_RETRY_MAX_DELAY``,
 ``STORAGE_SPILL_FILE``. Stats: ``storage/pages_written``, ``storage/emails_written``,
-``storage/batches``, ``storage/errors``, ``storage/retries``, ``storage/pages_spilled``
-and ``storage/pages_lost``.
+``storage/batches``, ``storage/errors``, ``storage/retries``, ``storage/pages_refused``,
+``storage/pages_spilled`` and ``storage/pages_lost``.
 
 A batch whose write fails for a reason that may pass (connection lost, server
 restarting, a lock) is written again after a growing pause; the crawl waits for it,
-since the pipeline holds the scraper while a full batch is pending. A batch the
-database refuses, or that still fails after ``STORAGE_RETRY_TIMES`` tries, is appended
-to ``STORAGE_SPILL_FILE`` for ``scrapy replay-spill``. Until a write succeeds again,
-later batches get one try each before they are spilled, so that a database that is
-gone for good costs one retry sequence, not one per batch.
+since the pipeline holds the scraper while a full batch is pending. One that still
+fails after ``STORAGE_RETRY_TIMES`` tries is appended to ``STORAGE_SPILL_FILE`` for
+``scrapy replay-spill``; until a write succeeds again, later batches get one try each
+before they are spilled, so that a database gone for good costs one retry sequence,
+not one per batch. A batch the database refuses (a value it will not take) is written
+again in halves, down to single pages, so that only the pages it refuses are spilled
+(``storage/pages_refused``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from twisted.python.threadpool import ThreadPool
 from topicspider.config import get_float, get_int
 from topicspider.items import PageItem
 from topicspider.reactor_tools import in_thread, sleep
-from topicspider.storage import StorageError, Store, backend_for
+from topicspider.storage import BatchOutcome, StorageError, Store, backend_for, write_isolating
 from topicspider.storage.spill import spill_pages
 from topicspider.urls import mask_url
 
@@ -107,40 +109,55 @@ class StoragePipeline:
         tries = 1 if self.failing else self.retry_times + 1
         for attempt in range(1, tries + 1):
             try:
-                emails = await self._in_thread(self._write, batch)
-            except StorageError as exc:
+                outcome = await self._in_thread(self._write, batch)
+            except StorageError as exc:  # retryable: the whole batch failed
                 self.stats.inc_value("storage/errors")
-                if not exc.retryable or attempt == tries:
+                if attempt == tries:
                     logger.error("Could not store %d pages in %s: %s", len(batch), mask_url(self.database_url), exc)
+                    self.failing = True
                     await self._spill(batch)
                     return
                 logger.warning("Could not store %d pages (%s); trying again in %.1f s", len(batch), exc, delay)
                 self.stats.inc_value("storage/retries")
                 await sleep(delay)
                 delay = min(delay * 2, self.retry_max_delay)
+            except Exception:  # not the database's doing: keep the pages all the same
+                self.stats.inc_value("storage/errors")
+                logger.exception("Could not store %d pages", len(batch))
+                await self._spill(batch)
+                return
             else:
                 self.failing = False
-                self.stats.inc_value("storage/batches")
-                self.stats.inc_value("storage/pages_written", len(batch))
-                self.stats.inc_value("storage/emails_written", emails)
+                self._count(outcome)
+                if outcome.refused:
+                    await self._spill([page for page, _ in outcome.refused])
                 return
 
-    def _write(self, batch: list[PageItem]) -> int:
+    def _write(self, batch: list[PageItem]) -> BatchOutcome:
         if self.store is None:
-            raise StorageError("the database is not open")
-        return self.store.write_pages(batch)
+            raise RuntimeError("the database is not open")
+        return write_isolating(self.store, batch)
 
-    async def _spill(self, batch: list[PageItem]) -> None:
-        self.failing = True
+    def _count(self, outcome: BatchOutcome) -> None:
+        self.stats.inc_value("storage/batches")
+        self.stats.inc_value("storage/pages_written", outcome.written)
+        self.stats.inc_value("storage/emails_written", outcome.emails)
+        if outcome.refused:
+            self.stats.inc_value("storage/errors")
+            self.stats.inc_value("storage/pages_refused", len(outcome.refused))
+            page, reason = outcome.refused[0]
+            logger.error("The database refused %d pages, e.g. %s: %s", len(outcome.refused), page.url, reason)
+
+    async def _spill(self, pages: list[PageItem]) -> None:
         try:
-            await self._in_thread(spill_pages, self.spill_path, batch)
+            await self._in_thread(spill_pages, self.spill_path, pages)
         except OSError as exc:
-            self.stats.inc_value("storage/pages_lost", len(batch))
-            logger.error("Could not spill %d pages to %s either, they are lost: %s", len(batch), self.spill_path, exc)
+            self.stats.inc_value("storage/pages_lost", len(pages))
+            logger.error("Could not spill %d pages to %s either, they are lost: %s", len(pages), self.spill_path, exc)
             return
-        self.stats.inc_value("storage/pages_spilled", len(batch))
+        self.stats.inc_value("storage/pages_spilled", len(pages))
         logger.error("Spilled %d pages to %s; store them later with: scrapy replay-spill %s",
-                     len(batch), self.spill_path, self.spill_path)
+                     len(pages), self.spill_path, self.spill_path)
 
     async def close_spider(self) -> None:
         if self.flusher.running:

@@ -40,7 +40,7 @@ from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_
 from topicspider.focus import TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments
 from topicspider.items import PageItem
 from topicspider.middlewares.robots import RobotsUnreachable
-from topicspider.pagepool import PageLost, PagePool
+from topicspider.pagepool import PageLost, PagePool, PagePoolFailed
 from topicspider.reactor_tools import to_thread
 from topicspider.robots import token_from_settings
 from topicspider.signals import fetch_failed, page_scored
@@ -71,7 +71,7 @@ def is_html(response: Response) -> bool:
 class TopicSpider(scrapy.Spider):
     name = "topic"
     #: Finish reasons that make ``scrapy crawl`` exit non-zero.
-    FAILED_REASONS = frozenset({"topic_failed", "start_error"})
+    FAILED_REASONS = frozenset({"topic_failed", "start_error", "page_analysis_failed"})
 
     ARGUMENTS = ("seeds", "depth", "topic", "train")
 
@@ -145,6 +145,11 @@ class TopicSpider(scrapy.Spider):
             await self._prepare_topic()
         if self.train_output:
             return
+        try:
+            await self.pages.ready()
+        except PagePoolFailed as exc:
+            self.logger.error("topicspider: error: %s", exc)
+            raise CloseSpider("page_analysis_failed") from None
         for url in self.seed_urls:
             yield self._request(url, site_of(url), depth=0)
 
@@ -220,6 +225,9 @@ class TopicSpider(scrapy.Spider):
             return
         try:
             analysis = await self.pages.analyse(self._page(response, site, depth))
+        except PagePoolFailed as exc:
+            self.logger.error("topicspider: error: %s", exc)
+            raise CloseSpider("page_analysis_failed") from None
         except PageLost as exc:
             self.logger.error("Page not read: %s", exc)
             return

@@ -8,6 +8,7 @@ backend means one module and one entry in :data:`BACKENDS`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -43,6 +44,32 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass
+class BatchOutcome:
+    written: int = 0
+    emails: int = 0
+    refused: list[tuple[PageItem, str]] = field(default_factory=list)  # with the database's reason
+
+    def __add__(self, other: BatchOutcome) -> BatchOutcome:
+        return BatchOutcome(self.written + other.written, self.emails + other.emails, self.refused + other.refused)
+
+
+def write_isolating(store: Store, pages: Sequence[PageItem]) -> BatchOutcome:
+    """Write ``pages`` in one transaction; if the database refuses the batch (not a
+    retryable failure), write its halves apart, down to single pages, so that only the
+    pages it refuses are set aside. A retryable :class:`StorageError` is raised, for the
+    caller to try the whole batch again (pages are upserted, so rewriting is harmless)."""
+    try:
+        return BatchOutcome(len(pages), store.write_pages(pages))
+    except StorageError as exc:
+        if exc.retryable:
+            raise
+        if len(pages) == 1:
+            return BatchOutcome(refused=[(pages[0], str(exc))])
+    middle = len(pages) // 2
+    return write_isolating(store, pages[:middle]) + write_isolating(store, pages[middle:])
 
 
 def backend_for(database_url: str) -> Callable[[str], Store]:

@@ -47,6 +47,7 @@ SCHEMA_LOCK_TIMEOUT = 60  # seconds
 # Server and client error codes after which the same statement may succeed later.
 RETRYABLE_CODES = frozenset({
     1040,  # too many connections
+    2002,  # can't connect through the socket
     1053,  # server shutdown in progress
     1205,  # lock wait timeout
     1213,  # deadlock
@@ -56,6 +57,7 @@ RETRYABLE_CODES = frozenset({
     2013,  # lost connection during query
     2014,  # commands out of sync (after a lost connection)
     2055,  # lost connection, system error
+    4031,  # disconnected by the server for inactivity (MySQL 8)
 })
 # Parameters per IN (...) look-up.
 CHUNK = 500
@@ -65,7 +67,7 @@ SCHEMA_VERSION = 2
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
-        f"""CREATE TABLE pages (
+        f"""CREATE TABLE IF NOT EXISTS pages (
             id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
             url_hash BINARY(16) NOT NULL,
             url TEXT NOT NULL,
@@ -83,7 +85,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         ) {TABLE_OPTIONS}""",
         # Binary collation: addresses are lower-cased already, and two that differ
         # must not collide as "equal" under a language collation.
-        f"""CREATE TABLE emails (
+        f"""CREATE TABLE IF NOT EXISTS emails (
             page_id BIGINT UNSIGNED NOT NULL,
             email VARCHAR(254) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
             PRIMARY KEY (page_id, email),
@@ -92,12 +94,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         ) {TABLE_OPTIONS}""",
     ),
     2: (
-        f"""CREATE TABLE urls (
+        f"""CREATE TABLE IF NOT EXISTS urls (
             job VARCHAR(100) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
             fingerprint BINARY(16) NOT NULL,
             url TEXT NOT NULL,
             depth INT NOT NULL,
-            state ENUM('waiting', 'running', 'done', 'error') NOT NULL,
+            state ENUM('waiting', 'running', 'error', 'done') NOT NULL,
             first_seen DATETIME(3) NOT NULL,
             updated DATETIME(3) NOT NULL,
             http_status SMALLINT UNSIGNED NULL,
@@ -123,8 +125,8 @@ INSERT_URL = """
 INSERT IGNORE INTO urls (job, fingerprint, url, depth, state, first_seen, updated)
 VALUES (%s, %s, %s, %s, %s, %s, %s)
 """
-# A state never goes back (an ENUM is its position in a number context): a late
-# "running" does not undo "done". The row is created if the dupefilter's has not
+# A state only moves forward (an ENUM is its position in a number context): a late
+# "running" does not undo "done", and a retry's success turns "error" into "done". The row is created if the dupefilter's has not
 # arrived yet.
 UPSERT_URL_STATE = """
 INSERT INTO urls (job, fingerprint, url, depth, state, first_seen, updated, http_status, last_error)
@@ -167,7 +169,10 @@ def parse_mysql_url(database_url: str) -> MySQLTarget:
         parts = urlsplit(database_url)
         port = parts.port or DEFAULT_PORT
     except ValueError as exc:
-        raise ConfigError(f"DATABASE_URL {shown!r}: {exc}") from None
+        # The parser's message only when it cannot quote a piece of the password.
+        reason = str(exc) if "out of range" in str(exc) else (
+            "cannot be read as a URL (percent-encode a / # ? @ or [ in the password)")
+        raise ConfigError(f"DATABASE_URL {shown!r}: {reason}") from None
     database = unquote(parts.path.lstrip("/"))
     if not parts.hostname or not database or "/" in database:
         raise ConfigError(f"DATABASE_URL {shown!r}: use mysql://user:password@host:port/database")
@@ -215,6 +220,7 @@ def migrate(connection: Connection[Cursor]) -> None:
                 cursor.execute("INSERT INTO topicspider_schema (version) VALUES (%s)", (version,))
                 connection.commit()
         finally:
+            connection.rollback()  # ends the reading transaction: no metadata lock is kept
             cursor.execute("SELECT RELEASE_LOCK('topicspider_schema')")
 
 
@@ -231,6 +237,9 @@ def open_connection(database_url: str) -> tuple[MySQLTarget, Connection[Cursor]]
     except pymysql.MySQLError as exc:
         connection.close()
         raise ConfigError(f"MySQL at {target.where}: cannot create or upgrade the schema: {describe(exc)}") from None
+    except BaseException:
+        connection.close()
+        raise
     return target, connection
 
 
@@ -251,6 +260,9 @@ class _Connected:
             retryable = is_retryable(exc)
             self._discard(retryable)
             raise StorageError(f"MySQL at {self.target.where}: {describe(exc)}", retryable=retryable) from exc
+        except (ValueError, TypeError, UnicodeError) as exc:  # a value that cannot be sent
+            self._discard(False)
+            raise StorageError(f"MySQL at {self.target.where}: {type(exc).__name__}: {exc}") from exc
 
     def _discard(self, lost: bool) -> None:
         if self._connection is None:

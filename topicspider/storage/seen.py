@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 # SQLite's host-parameter limit is 999 in old builds.
 CHUNK = 500
 JOB_NAME_MAX = 100  # the urls table's job column
+JOB_NAME_FILE = "topicspider-job"
 
 
 class SeenURL(NamedTuple):
@@ -115,16 +116,31 @@ _job_names: WeakKeyDictionary[Crawler, str] = WeakKeyDictionary()
 
 def job_name(crawler: Crawler) -> str:
     """The crawl job's name in the ``urls`` table, the same for every component of one
-    crawl: ``JOBDIR``'s last component, so that a resumed job is the same job; without
-    a ``JOBDIR``, the spider's name, the start time (UTC) and a random suffix."""
+    crawl. With a ``JOBDIR``, the one kept in ``JOBDIR/topicspider-job``, made on first
+    use from the directory's name and a random suffix (a resumed job is the same job;
+    two directories of the same name are two jobs); without, the spider's name, the start
+    time (UTC) and a random suffix."""
     name = _job_names.get(crawler)
     if name is None:
         jobdir = crawler.settings.get("JOBDIR") or ""
-        if jobdir:
-            name = quote(Path(jobdir).resolve().name, safe="-_.")[:JOB_NAME_MAX]
-        else:
-            started = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            spider = crawler.spidercls.name if crawler.spidercls else "crawl"
-            name = f"{spider}-{started}-{secrets.token_hex(4)}"[-JOB_NAME_MAX:]
+        name = _kept_job_name(Path(jobdir)) if jobdir else _new_job_name(
+            crawler.spidercls.name if crawler.spidercls else "crawl",
+            time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
         _job_names[crawler] = name
     return name
+
+
+def _new_job_name(*parts: str) -> str:
+    stem = "-".join(quote(part, safe="-_.") for part in parts)
+    return f"{stem[:JOB_NAME_MAX - 9]}-{secrets.token_hex(4)}"
+
+
+def _kept_job_name(jobdir: Path) -> str:
+    marker = jobdir / JOB_NAME_FILE
+    try:
+        return marker.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        name = _new_job_name(jobdir.resolve().name)
+        jobdir.mkdir(parents=True, exist_ok=True)
+        marker.write_text(name + "\n", encoding="ascii")
+        return name

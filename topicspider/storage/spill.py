@@ -1,13 +1,14 @@
 """Pages the database would not take, kept in a JSON-lines file until they are replayed.
 
-The storage pipeline appends a batch here when its writes keep failing
-(``STORAGE_SPILL_FILE``); ``scrapy replay-spill FILE`` writes the pages to the
-database later. One page per line, the :class:`~topicspider.items.PageItem` fields as
+The storage pipeline appends a batch here when its writes keep failing, or the pages
+the database refused (``STORAGE_SPILL_FILE``); ``scrapy replay-spill FILE`` writes the
+pages to the database later, and may run while a crawl spills to the same file. One page per line, the :class:`~topicspider.items.PageItem` fields as
 a JSON object, UTF-8.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -21,12 +22,45 @@ PAGE_FIELDS = frozenset(field.name for field in fields(PageItem))
 
 
 def spill_pages(path: Path, pages: Sequence[PageItem]) -> None:
-    """Append ``pages`` to ``path``, on disk before this returns."""
+    """Append ``pages`` to ``path``, on disk before this returns.
+
+    Under an exclusive lock, and only to the file still at ``path``: a replay that
+    claimed the file (:func:`claim_spill`) has read it whole, so a crawl spilling at the
+    same moment writes a new file rather than into the claimed one."""
     lines = "".join(json.dumps(asdict(page), ensure_ascii=False) + "\n" for page in pages)
-    with path.open("a", encoding="utf-8") as spill:
-        spill.write(lines)
-        spill.flush()
-        os.fsync(spill.fileno())
+    while True:
+        with path.open("a", encoding="utf-8") as spill:
+            fcntl.flock(spill, fcntl.LOCK_EX)
+            if not _still_at(spill.fileno(), path):
+                continue  # claimed meanwhile: open the new one
+            spill.write(lines)
+            spill.flush()
+            os.fsync(spill.fileno())
+            return
+
+
+def _still_at(descriptor: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(descriptor), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def claim_spill(path: Path) -> Path:
+    """Move ``path`` aside for a replay, once no crawl is appending to it; the new name."""
+    claimed = path.with_name(f"{path.name}.replaying-{os.getpid()}")
+    with path.open("rb") as spill:
+        fcntl.flock(spill, fcntl.LOCK_EX)
+        os.replace(path, claimed)
+    return claimed
+
+
+def give_back(claimed: Path, path: Path) -> None:
+    """Return a claimed file's pages to ``path``, after what was spilled meanwhile."""
+    pages = list(read_spill(claimed))
+    if pages:
+        spill_pages(path, pages)
+    claimed.unlink()
 
 
 def read_spill(path: Path) -> Iterator[PageItem]:

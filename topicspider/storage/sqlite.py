@@ -102,6 +102,8 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             # OperationalError: locked past the timeout, disk I/O; worth another try.
             raise StorageError(str(exc), retryable=isinstance(exc, sqlite3.OperationalError)) from exc
+        except (ValueError, TypeError, UnicodeError) as exc:  # a value SQLite cannot take
+            raise StorageError(f"{type(exc).__name__}: {exc}") from exc
 
     def _write(self, pages: Sequence[PageItem]) -> int:
         cursor = self.connection.cursor()
