@@ -140,12 +140,16 @@ class TopicBuilder:
         self.title_weight = get_float(settings, "TOPIC_TITLE_WEIGHT")
         self.body_weight = get_float(settings, "TOPIC_BODY_WEIGHT")
         self.sample_text_max_chars = get_int(settings, "EXTRACT_TEXT_MAX_CHARS")
+        # Pages are scored in this process only without page-analysis processes.
+        self.scores_here = get_int(settings, "PAGE_PROCESSES") == 0
 
     async def build(self) -> Topic:
         """Raise :class:`ConfigError` when a sample cannot be read or fetched."""
         keep = read_user_dict(Path(self.user_dict)) if self.user_dict else []
         segmenter = Segmenter(self.backend, keep=keep)
-        await to_thread(segmenter.load)
+        if self.arguments.samples or self.scores_here:
+            # Otherwise only the page-analysis processes cut text: each loads its own.
+            await to_thread(segmenter.load)
         lexicon = self.arguments.lexicon or await self._train(segmenter)
         return Topic(lexicon, segmenter, self.title_weight, self.body_weight, self.max_chars)
 
