@@ -7,15 +7,17 @@ backend means one module and one entry in :data:`BACKENDS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Protocol
+from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
 from topicspider.urls import mask_url
+
+T = TypeVar("T")
 
 # scheme -> "module:Class", imported only when used so an unused backend's driver
 # need not be installed.
@@ -23,6 +25,16 @@ BACKENDS: dict[str, str] = {
     "sqlite": "topicspider.storage.sqlite:SQLiteStore",
     "mysql": "topicspider.storage.mysql:MySQLStore",
 }
+
+
+# Values per "IN (...)" look-up: SQLite's host-parameter limit is 999 in old builds.
+PARAMETER_CHUNK = 500
+
+
+def chunks(values: Sequence[T], size: int = PARAMETER_CHUNK) -> Iterator[list[T]]:
+    """``values`` in consecutive lists of at most ``size``."""
+    for start in range(0, len(values), size):
+        yield list(values[start:start + size])
 
 
 class StorageError(RuntimeError):

@@ -23,7 +23,7 @@ next call.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -36,7 +36,7 @@ from pymysql.cursors import Cursor
 from topicspider.config import ConfigError
 from topicspider.fingerprint import identity_digest
 from topicspider.items import PageItem
-from topicspider.storage import StorageError
+from topicspider.storage import StorageError, chunks
 from topicspider.storage.seen import SeenURL, URLState
 from topicspider.urls import mask_url
 
@@ -59,8 +59,6 @@ RETRYABLE_CODES = frozenset({
     2055,  # lost connection, system error
     4031,  # disconnected by the server for inactivity (MySQL 8)
 })
-# Parameters per IN (...) look-up.
-CHUNK = 500
 
 TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
 SCHEMA_VERSION = 2
@@ -310,7 +308,7 @@ class MySQLStore(_Connected):
             # pymysql sends this as multi-row INSERTs, not one statement per page.
             cursor.executemany(UPSERT_PAGE, [_page_row(page) for page in pages])
             ids = _page_ids(cursor, [identity_digest(page.url) for page in pages])
-            for chunk in _chunks(list(ids.values())):
+            for chunk in chunks(list(ids.values())):
                 cursor.execute(f"DELETE FROM emails WHERE page_id IN ({_marks(chunk)})", chunk)
             rows = [(ids[identity_digest(page.url)], email) for page in pages for email in page.emails]
             cursor.executemany("INSERT IGNORE INTO emails (page_id, email) VALUES (%s, %s)", rows)
@@ -319,15 +317,10 @@ class MySQLStore(_Connected):
 
 def _page_ids(cursor: Cursor, hashes: list[bytes]) -> dict[bytes, int]:
     ids: dict[bytes, int] = {}
-    for chunk in _chunks(hashes):
+    for chunk in chunks(hashes):
         cursor.execute(f"SELECT url_hash, id FROM pages WHERE url_hash IN ({_marks(chunk)})", chunk)
         ids.update((bytes(url_hash), page_id) for url_hash, page_id in cursor.fetchall())
     return ids
-
-
-def _chunks(values: list[Any]) -> Iterable[list[Any]]:
-    for start in range(0, len(values), CHUNK):
-        yield values[start:start + CHUNK]
 
 
 def _marks(chunk: list[Any]) -> str:
@@ -353,7 +346,7 @@ class MySQLURLTable(_Connected):
     def _contains(self, connection: Connection[Cursor], fingerprints: list[bytes]) -> set[bytes]:
         found: set[bytes] = set()
         with connection.cursor() as cursor:
-            for chunk in _chunks(fingerprints):
+            for chunk in chunks(fingerprints):
                 cursor.execute(f"SELECT fingerprint FROM urls WHERE job = %s AND fingerprint IN ({_marks(chunk)})",
                                [self.job, *chunk])
                 found.update(bytes(row[0]) for row in cursor.fetchall())

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from urllib.parse import quote
 from weakref import WeakKeyDictionary
 
+from topicspider.storage import chunks
+
 if TYPE_CHECKING:
     from datetime import datetime
 
     from scrapy.crawler import Crawler
 
-# SQLite's host-parameter limit is 999 in old builds.
-CHUNK = 500
 JOB_NAME_MAX = 100  # the urls table's job column
 JOB_NAME_FILE = "topicspider-job"
 
@@ -79,8 +79,7 @@ class SQLiteSeenStore:
 
     def contains_many(self, fingerprints: Sequence[bytes]) -> set[bytes]:
         found: set[bytes] = set()
-        for start in range(0, len(fingerprints), CHUNK):
-            chunk = list(fingerprints[start:start + CHUNK])
+        for chunk in chunks(fingerprints):
             marks = ",".join("?" * len(chunk))
             found.update(row[0] for row in self.connection.execute(
                 f"SELECT fingerprint FROM seen WHERE fingerprint IN ({marks})", chunk))

@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
-from topicspider.storage import StorageError
+from topicspider.storage import StorageError, chunks
 from topicspider.urls import mask_url
 
 SCHEMA_VERSION = 1
@@ -54,8 +54,6 @@ ON CONFLICT (url) DO UPDATE SET
     content_type = excluded.content_type, encoding = excluded.encoding,
     content_length = excluded.content_length
 """
-# SQLite's default limit on host parameters is 999 in old builds.
-ID_CHUNK = 500
 
 
 def sqlite_path(database_url: str) -> str:
@@ -127,8 +125,7 @@ class SQLiteStore:
     @staticmethod
     def _page_ids(cursor: sqlite3.Cursor, urls: list[str]) -> dict[str, int]:
         ids: dict[str, int] = {}
-        for start in range(0, len(urls), ID_CHUNK):
-            chunk = urls[start:start + ID_CHUNK]
+        for chunk in chunks(urls):
             marks = ",".join("?" * len(chunk))
             ids.update((url, page_id) for page_id, url in cursor.execute(
                 f"SELECT id, url FROM pages WHERE url IN ({marks})", chunk))
