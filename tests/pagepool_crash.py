@@ -60,7 +60,12 @@ async def main(mode: str) -> dict[str, Any]:
     pages = [Page(f"http://www.example.cn/{number}.html", page_html(f"page {number}", "x", []).encode(),
                   "utf-8", "example.cn", 1) for number in range(6)]
     pages.insert(2, Page(KILLER, b"<html></html>", "utf-8", "example.cn", 1))
-    results = await asyncio.gather(*(pool.analyse(page) for page in pages), return_exceptions=True)
+    # The last pages come a second later, queued behind the killer while it runs: they
+    # must not time out on its account, nor be cancelled when its pool is stopped.
+    first = [asyncio.ensure_future(pool.analyse(page)) for page in pages[:3]]
+    await asyncio.sleep(1)
+    later = [asyncio.ensure_future(pool.analyse(page)) for page in pages[3:]]
+    results = await asyncio.gather(*first, *later, return_exceptions=True)
     pool.close()
     lost = [page.url for page, result in zip(pages, results) if isinstance(result, PageLost)]
     titles = [result.title for result in results if isinstance(result, PageAnalysis)]

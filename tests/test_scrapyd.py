@@ -37,7 +37,8 @@ def tool(name: str) -> str:
 
 def call(base: str, endpoint: str, data: dict[str, Any] | list[tuple[str, str]] | None = None) -> dict[str, Any]:
     body = urllib.parse.urlencode(data).encode() if data is not None else None
-    with urllib.request.urlopen(f"{base}/{endpoint}", data=body, timeout=10) as response:
+    # listspiders.json runs "scrapy list" in a subprocess: slow on a busy machine.
+    with urllib.request.urlopen(f"{base}/{endpoint}", data=body, timeout=60) as response:
         result: dict[str, Any] = json.loads(response.read())
     return result
 

@@ -24,7 +24,7 @@ import logging
 import multiprocessing
 import signal
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 Analyse = Callable[[Page, PageRules], PageAnalysis]
 
+# Seconds a worker may take to start (imports, dictionary), apart from PAGE_TIMEOUT.
+WORKER_START_TIMEOUT = 120.0
+# A page's future fails so when its pool breaks, is shut down, or the page runs too long.
+POOL_FAILURES = (BrokenProcessPool, CancelledError, defer.TimeoutError)
 # Worker deaths (or hangs) with no page read in between before the crawl gives up.
 MAX_DEATHS_IN_A_ROW = 5
 
@@ -85,6 +89,7 @@ class PagePool:
         self.timeout = timeout
         self.analyse_function = analyse
         self._deaths_in_a_row = 0
+        self._in_flight = 0
         self._starting: list[Deferred[Any]] = []
         self.rules: PageRules | None = None
         self._executor: ProcessPoolExecutor | None = None
@@ -108,15 +113,10 @@ class PagePool:
         """Return once every worker has loaded (its imports and dictionary take about a
         second of CPU, better spent before the first requests than among them); raise
         :class:`PagePoolFailed` if they cannot start."""
-        from twisted.internet import reactor
-
         starting, self._starting = self._starting, []
-        for deferred in starting:
-            deferred.addTimeout(self.timeout, reactor)
-            try:
-                await maybe_deferred_to_future(deferred)
-            except (BrokenProcessPool, defer.TimeoutError) as exc:
-                raise PagePoolFailed(f"the page-analysis processes did not start: {exc!r}") from None
+        if self._executor is not None and not await _started(self._executor, starting):
+            _stop_workers(self._executor)
+            raise PagePoolFailed(f"the page-analysis processes did not start in {WORKER_START_TIMEOUT:g} s")
 
     def _new_executor(self, processes: int) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
@@ -132,23 +132,28 @@ class PagePool:
             return self.analyse_function(page, self.rules)
         executor = self._executor
         try:
-            analysis = await self._submit(executor, page)
-        except (BrokenProcessPool, defer.TimeoutError) as exc:
+            analysis = await self._submit(executor, page, self.processes)
+        except POOL_FAILURES as exc:
             self._replace(executor, exc)
             return await self._analyse_alone(page)
         self._deaths_in_a_row = 0
         return analysis
 
-    async def _submit(self, executor: ProcessPoolExecutor, page: Page) -> PageAnalysis:
+    async def _submit(self, executor: ProcessPoolExecutor, page: Page, processes: int) -> PageAnalysis:
         from twisted.internet import reactor
 
+        # A page waits its turn behind those already submitted: each earns it a timeout.
+        allowance = self.timeout * (1 + self._in_flight // processes)
+        self._in_flight += 1
         deferred = _deferred(executor.submit(_analyse_in_worker, page))
-        deferred.addTimeout(self.timeout, reactor)
+        deferred.addTimeout(allowance, reactor)
         try:
             result: PageAnalysis = await maybe_deferred_to_future(deferred)
         except defer.TimeoutError:
             _stop_workers(executor)  # the hung worker, and so the pool: its other pages go alone
             raise
+        finally:
+            self._in_flight -= 1
         return result
 
     def _replace(self, broken: ProcessPoolExecutor, why: Exception) -> None:
@@ -158,7 +163,8 @@ class PagePool:
         what = "hung" if isinstance(why, defer.TimeoutError) else "died"
         logger.error("A page-analysis process %s; starting new ones", what)
         self._count("pagepool/restarts")
-        broken.shutdown(wait=False, cancel_futures=True)
+        # Not cancel_futures: the pages it held must fail as broken, to be read alone.
+        broken.shutdown(wait=False)
         self._executor = self._new_executor(self.processes)
 
     async def _analyse_alone(self, page: Page) -> PageAnalysis:
@@ -166,9 +172,12 @@ class PagePool:
         try:
             if self._quarantine is None:
                 self._quarantine = self._new_executor(1)
+                # Started before the page's time runs: the page alone is on trial.
+                await _started(self._quarantine, [_deferred(self._quarantine.submit(_ready))])
             try:
-                analysis = await self._submit(self._quarantine, page)
-            except (BrokenProcessPool, defer.TimeoutError) as exc:
+                analysis = await self._submit(self._quarantine, page, 1)
+            except POOL_FAILURES as exc:
+                _stop_workers(self._quarantine)
                 self._quarantine.shutdown(wait=False)
                 self._quarantine = None
                 what = f"hangs over {self.timeout:g} s" if isinstance(exc, defer.TimeoutError) else "dies"
@@ -192,11 +201,25 @@ class PagePool:
             if executor is not None:
                 # Not wait=True: that would block the reactor until every worker has exited.
                 executor.shutdown(wait=False, cancel_futures=True)
+                _stop_workers(executor)  # one stuck in its start-up would hold the exit
         self._executor = self._quarantine = None
 
     def _count(self, key: str) -> None:
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value(key)
+
+
+async def _started(executor: ProcessPoolExecutor, starting: list[Deferred[Any]]) -> bool:
+    """Whether the workers behind ``starting`` (``_ready`` calls) came up in time."""
+    from twisted.internet import reactor
+
+    for deferred in starting:
+        deferred.addTimeout(WORKER_START_TIMEOUT, reactor)
+        try:
+            await maybe_deferred_to_future(deferred)
+        except POOL_FAILURES:
+            return False
+    return True
 
 
 def _stop_workers(executor: ProcessPoolExecutor) -> None:

@@ -2,7 +2,7 @@
 would not take them (``STORAGE_SPILL_FILE``, the default file), into ``DATABASE_URL``.
 
 The file is claimed first (moved aside under a lock), so a crawl may go on spilling to
-it meanwhile. Pages are upserted, so replaying twice does no harm; but a spilled copy
+it meanwhile; whatever stops the replay gives the claimed lines back to it. Pages are upserted, so replaying twice does no harm; but a spilled copy
 wins over a newer one, so replay before re-crawling. Pages the database still refuses
 (a value it will not take) are set aside in ``FILE.rejected``, with exit status 1. If
 the database fails, every page not yet stored goes back to ``FILE`` and the command
@@ -47,7 +47,6 @@ class Command(ScrapyCommand):
         try:
             if not path.is_file():
                 raise ConfigError(f"no spill file {str(path)!r}")
-            list(read_spill(path))  # a bad file is refused before anything is written
             batch_size = get_int(self.settings, "STORAGE_BATCH_SIZE")
             store = open_store(database_url)
         except ConfigError as exc:
@@ -56,19 +55,25 @@ class Command(ScrapyCommand):
             return
         claimed = claim_spill(path)
         try:
-            outcome = self._replay(store, list(read_spill(claimed)), batch_size)
-        except StorageError as exc:
+            pages = list(read_spill(claimed))  # a bad file is refused before anything is written
+            outcome = self._replay(store, pages, batch_size)
+            if outcome.refused:
+                rejected = path.with_name(f"{path.name}.rejected")
+                spill_pages(rejected, [page for page, _ in outcome.refused])
+        except (ConfigError, StorageError) as exc:
             give_back(claimed, path)
-            sys.stderr.write(f"topicspider: error: {exc}; the pages are back in {path} (those stored will be rewritten), run this again\n")
-            self.exitcode = 1
+            again = "" if isinstance(exc, ConfigError) else "; the pages are back in it, run this again"
+            sys.stderr.write(f"topicspider: error: {exc}{again}\n")
+            self.exitcode = 2 if isinstance(exc, ConfigError) else 1
             return
+        except BaseException:
+            give_back(claimed, path)  # interrupted: nothing is lost
+            raise
         finally:
             store.close()
         claimed.unlink()
         print(f"Stored {outcome.written} pages from {path} in {mask_url(database_url)}")
         if outcome.refused:
-            rejected = path.with_name(f"{path.name}.rejected")
-            spill_pages(rejected, [page for page, _ in outcome.refused])
             page, reason = outcome.refused[0]
             sys.stderr.write(f"topicspider: error: the database refused {len(outcome.refused)} pages, kept in "
                              f"{rejected} (e.g. {page.url}: {reason})\n")

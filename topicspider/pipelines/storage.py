@@ -151,7 +151,7 @@ class StoragePipeline:
     async def _spill(self, pages: list[PageItem]) -> None:
         try:
             await self._in_thread(spill_pages, self.spill_path, pages)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: text that cannot be encoded
             self.stats.inc_value("storage/pages_lost", len(pages))
             logger.error("Could not spill %d pages to %s either, they are lost: %s", len(pages), self.spill_path, exc)
             return

@@ -27,13 +27,16 @@ def spill_pages(path: Path, pages: Sequence[PageItem]) -> None:
     Under an exclusive lock, and only to the file still at ``path``: a replay that
     claimed the file (:func:`claim_spill`) has read it whole, so a crawl spilling at the
     same moment writes a new file rather than into the claimed one."""
-    lines = "".join(json.dumps(asdict(page), ensure_ascii=False) + "\n" for page in pages)
+    _append(path, "".join(json.dumps(asdict(page), ensure_ascii=False) + "\n" for page in pages).encode("utf-8"))
+
+
+def _append(path: Path, data: bytes) -> None:
     while True:
-        with path.open("a", encoding="utf-8") as spill:
+        with path.open("ab") as spill:
             fcntl.flock(spill, fcntl.LOCK_EX)
             if not _still_at(spill.fileno(), path):
                 continue  # claimed meanwhile: open the new one
-            spill.write(lines)
+            spill.write(data)
             spill.flush()
             os.fsync(spill.fileno())
             return
@@ -49,17 +52,21 @@ def _still_at(descriptor: int, path: Path) -> bool:
 def claim_spill(path: Path) -> Path:
     """Move ``path`` aside for a replay, once no crawl is appending to it; the new name."""
     claimed = path.with_name(f"{path.name}.replaying-{os.getpid()}")
-    with path.open("rb") as spill:
-        fcntl.flock(spill, fcntl.LOCK_EX)
-        os.replace(path, claimed)
-    return claimed
+    while True:
+        with path.open("rb") as spill:
+            fcntl.flock(spill, fcntl.LOCK_EX)
+            if not _still_at(spill.fileno(), path):
+                continue  # another replay claimed it first
+            os.replace(path, claimed)
+            return claimed
 
 
 def give_back(claimed: Path, path: Path) -> None:
-    """Return a claimed file's pages to ``path``, after what was spilled meanwhile."""
-    pages = list(read_spill(claimed))
-    if pages:
-        spill_pages(path, pages)
+    """Return a claimed file's lines to ``path``, as they were, after what was spilled
+    meanwhile."""
+    data = claimed.read_bytes()
+    if data:
+        _append(path, data)
     claimed.unlink()
 
 
