@@ -13,10 +13,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from parsel import Selector
 from w3lib.encoding import html_to_unicode
 
-from topicspider.extract import RawLink, base_url, extract_emails, extract_links, extract_text, extract_title, truncate
+from topicspider.extract import (
+    RawLink, base_url, extract_emails, extract_links, extract_text, extract_title, html_root, truncate,
+)
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
 from topicspider.topic.score import Relevance, Topic
 from topicspider.urls import BadURL, canonical_url, non_page_reason, request_url, site_of
@@ -85,9 +86,7 @@ class PageAnalysis:
 def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
     # What Scrapy's TextResponse.text does with the response's encoding.
     text = html_to_unicode(f"charset={page.encoding}", page.body)[1]
-    # Not response.selector: it resolves <base href> eagerly and a malformed one
-    # ("http://[oops") would raise and lose the page.
-    root = Selector(text=text, type="html", base_url=page.url).root
+    root = html_root(text, page.url)
     counts: Counter[str] = Counter()
     directives = _robots_directives(root, page.robots_headers, rules)
     full_text = extract_text(root)

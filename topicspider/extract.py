@@ -14,6 +14,7 @@ from urllib.parse import unquote, urljoin
 
 from lxml import etree
 from lxml.html import HtmlElement
+from parsel import Selector
 
 from topicspider.urls import has_public_suffix
 
@@ -52,6 +53,14 @@ HINT_WINDOW = 2 * EMAIL_MAX_CHARS + 64
 EMAIL_HINT = re.compile(
     r"[@＠﹫]|[\[\(\{<［（｛＜﹙﹛﹤⁽₍︵︷﹇]\s*(?:at|ａｔ)\s*[\]\)\}>］）｝＞﹚﹜﹥⁾₎︶︸﹈]", re.IGNORECASE
 )
+
+
+def html_root(text: str, url: str) -> HtmlElement:
+    """The page's lxml tree. Not Scrapy's ``response.selector``: it resolves
+    ``<base href>`` eagerly, and a malformed one ("http://[oops") would raise and lose
+    the page (:func:`base_url` reads it safely)."""
+    root: HtmlElement = Selector(text=text, type="html", base_url=url).root
+    return root
 
 
 def normalize_space(text: str) -> str:

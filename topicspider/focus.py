@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from parsel import Selector
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
@@ -26,7 +25,7 @@ from twisted.internet.defer import DeferredList
 
 from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_list
 from topicspider.encoding import better_encoding
-from topicspider.extract import extract_text, extract_title
+from topicspider.extract import extract_text, extract_title, html_root
 from topicspider.reactor_tools import to_thread
 from topicspider.topic.lexicon import Lexicon, keywords_lexicon, read_lexicon, train_lexicon
 from topicspider.topic.score import Topic
@@ -112,7 +111,7 @@ def check_topic_arguments(settings: BaseSettings, arguments: TopicArguments) -> 
 def page_words(response: Response) -> tuple[str, str]:
     """A page's title and visible text; plain text has no title."""
     if isinstance(response, HtmlResponse):
-        root = Selector(text=response.text, type="html", base_url=response.url).root
+        root = html_root(response.text, response.url)
         return extract_title(root), extract_text(root)
     if isinstance(response, TextResponse):
         return "", response.text

@@ -24,7 +24,7 @@ import logging
 import multiprocessing
 import signal
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
+from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from twisted.internet.defer import Deferred, DeferredLock
 
 from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page
 from topicspider.config import get_float, get_int
+from topicspider.reactor_tools import deferred_from_future
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -107,7 +108,7 @@ class PagePool:
         self.rules = rules
         if self.processes:
             self._executor = self._new_executor(self.processes)
-            self._starting = [_deferred(self._executor.submit(_ready)) for _ in range(self.processes)]
+            self._starting = [deferred_from_future(self._executor.submit(_ready)) for _ in range(self.processes)]
 
     async def ready(self) -> None:
         """Return once every worker has loaded (its imports and dictionary take about a
@@ -145,7 +146,7 @@ class PagePool:
         # A page waits its turn behind those already submitted: each earns it a timeout.
         allowance = self.timeout * (1 + self._in_flight // processes)
         self._in_flight += 1
-        deferred = _deferred(executor.submit(_analyse_in_worker, page))
+        deferred = deferred_from_future(executor.submit(_analyse_in_worker, page))
         deferred.addTimeout(allowance, reactor)
         try:
             result: PageAnalysis = await maybe_deferred_to_future(deferred)
@@ -173,7 +174,7 @@ class PagePool:
             if self._quarantine is None:
                 self._quarantine = self._new_executor(1)
                 # Started before the page's time runs: the page alone is on trial.
-                await _started(self._quarantine, [_deferred(self._quarantine.submit(_ready))])
+                await _started(self._quarantine, [deferred_from_future(self._quarantine.submit(_ready))])
             try:
                 analysis = await self._submit(self._quarantine, page, 1)
             except POOL_FAILURES as exc:
@@ -226,23 +227,3 @@ def _stop_workers(executor: ProcessPoolExecutor) -> None:
     # No public way to stop a running task; ProcessPoolExecutor keeps its processes here.
     for process in list((getattr(executor, "_processes", None) or {}).values()):
         process.terminate()
-
-
-def _deferred(future: Future[Any]) -> Deferred[Any]:
-    """A Deferred fired on the reactor thread when ``future`` is done."""
-    from twisted.internet import reactor
-
-    deferred: Deferred[Any] = Deferred()
-
-    def fire(done: Future[Any]) -> None:
-        if deferred.called:
-            return  # timed out already
-        try:
-            result = done.result()  # raises CancelledError for a page left at close
-        except BaseException as error:
-            deferred.errback(error)
-        else:
-            deferred.callback(result)
-
-    future.add_done_callback(lambda done: reactor.callFromThread(fire, done))
-    return deferred

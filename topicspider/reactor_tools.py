@@ -1,4 +1,4 @@
-"""Waiting, scheduling and thread hand-off on the Twisted reactor, from coroutines.
+"""Waiting, scheduling and thread or process hand-off on the Twisted reactor, from coroutines.
 
 The reactor is imported inside each function, never at module load: importing it at
 load would install Twisted's default reactor before Scrapy installs the asyncio one.
@@ -7,9 +7,11 @@ load would install Twisted's default reactor before Scrapy installs the asyncio 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
@@ -43,3 +45,24 @@ async def to_thread(function: Callable[..., T], *args: Any) -> T:
     from twisted.internet import reactor
 
     return await in_thread(reactor.getThreadPool(), function, *args)
+
+
+def deferred_from_future(future: Future[T]) -> Deferred[T]:
+    """A Deferred fired on the reactor thread when ``future`` (of a thread or process
+    pool) is done; a Deferred cancelled or timed out meanwhile is left as it is."""
+    from twisted.internet import reactor
+
+    deferred: Deferred[T] = Deferred()
+
+    def fire(done: Future[T]) -> None:
+        if deferred.called:
+            return
+        try:
+            result = done.result()  # raises CancelledError for a cancelled future
+        except BaseException as error:
+            deferred.errback(error)
+        else:
+            deferred.callback(result)
+
+    future.add_done_callback(lambda done: reactor.callFromThread(fire, done))
+    return deferred
