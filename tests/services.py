@@ -1,10 +1,12 @@
-"""Real database servers for the tests: the machine's MySQL/MariaDB, and private
+"""Real servers for the tests: the machine's MySQL/MariaDB and Redis, and private
 MariaDB instances a test may kill and restart.
 
 ``TEST_MYSQL_URL`` (default ``mysql://root@127.0.0.1:3306/``) names a server the tests
 may create and drop throwaway databases on. When it cannot be reached the tests that
 need it skip with the reason, unless ``TOPICSPIDER_REQUIRE_SERVICES=1`` (set by
-``.ci/run``), which makes that a failure.
+``.ci/run``), which makes that a failure. ``TEST_REDIS_URL`` (default
+``redis://127.0.0.1:6379/0``) names the Redis server; each test's keys carry a random
+prefix and are deleted afterwards.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 MARIADBD = "/usr/sbin/mariadbd"
 START_TIMEOUT = 30.0
 
@@ -145,3 +148,48 @@ def private_mariadb(tmp_path: Path) -> Iterator[PrivateMariaDB]:
     server.start()
     yield server
     server.kill()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> str:
+    import redis
+
+    url = os.environ.get("TEST_REDIS_URL", DEFAULT_REDIS_URL)
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=3)
+        client.ping()
+        client.close()
+    except Exception as exc:  # noqa: BLE001 - any failure means no server to test with
+        unavailable(f"no Redis server at TEST_REDIS_URL={url}: {exc}")
+    return url
+
+
+@dataclass
+class RedisCrawl:
+    """One distributed crawl's place on the test Redis server: its URL and key names."""
+
+    url: str
+    prefix: str
+    client: Any
+
+    def settings(self) -> dict[str, str]:
+        return {
+            "REDIS_URL": self.url,
+            "SCHEDULER_QUEUE_KEY": f"{self.prefix}:requests",
+            "SCHEDULER_DUPEFILTER_KEY": f"{self.prefix}:dupefilter",
+            "REDIS_START_URLS_KEY": f"{self.prefix}:start_urls",
+        }
+
+
+@pytest.fixture
+def redis_crawl(redis_server: str) -> Iterator[RedisCrawl]:
+    import redis
+
+    client = redis.Redis.from_url(redis_server)
+    crawl = RedisCrawl(redis_server, f"topicspider-test-{secrets.token_hex(4)}", client)
+    yield crawl
+    # Loopback hosts' politeness state too: a later test must not wait on this one's.
+    for pattern in (f"{crawl.prefix}*", "topicspider:host:127.0.0.*"):
+        for key in client.scan_iter(match=pattern, count=1000):
+            client.delete(key)
+    client.close()

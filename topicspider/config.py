@@ -33,6 +33,7 @@ INT_SETTINGS: dict[str, int] = {
     "TOPIC_TOP_K": 1,
     "TOPIC_MAX_CHARS": 1,
     "PAGE_PROCESSES": 0,
+    "REDIS_PREFETCH": 1,
     # Scrapy's own, which it would only reject with a traceback.
     "CONCURRENT_REQUESTS": 1,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
@@ -45,6 +46,8 @@ FLOAT_SETTINGS: dict[str, float] = {
     "STORAGE_FLUSH_INTERVAL": 0.01,
     "STORAGE_RETRY_DELAY": 0.01,
     "PAGE_TIMEOUT": 0.1,
+    "REDIS_LEASE": 5.0,
+    "REDIS_IDLE_TIMEOUT": 0.0,
     "STORAGE_RETRY_MAX_DELAY": 0.01,
     "DOWNLOAD_DELAY": 0.0,
     "DOWNLOAD_DELAY_JITTER": 0.0,
@@ -69,6 +72,7 @@ BOOL_SETTINGS = (
     "TOPIC_STORE_ALL",
     "TOPIC_FOLLOW_ALL",
     "TOPIC_BEST_FIRST",
+    "SCHEDULER_FLUSH_ON_START",
 )
 
 

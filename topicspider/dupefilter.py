@@ -5,7 +5,8 @@ Enabled by ``DUPEFILTER_CLASS = "topicspider.dupefilter.LRUDupeFilter"``, with
 ``REQUEST_FINGERPRINTER_CLASS`` set to :mod:`topicspider.fingerprint` (16-byte MD5 of the
 canonical URL) and topicspider's ``FrontierScheduler``, which asks the store
 asynchronously. Settings: ``DUPEFILTER_LRU_CAPACITY``, ``DUPEFILTER_FLUSH_SIZE``,
-``DUPEFILTER_DEBUG``, ``JOBDIR``. Stats: ``dupefilter/filtered``,
+``DUPEFILTER_DEBUG``, ``JOBDIR``; with ``REDIS_URL``, the exact store is the distributed
+crawl's Redis set instead (see :mod:`topicspider.cluster.scheduler`). Stats: ``dupefilter/filtered``,
 ``dupefilter/lru_hits``, ``dupefilter/lru_evictions``, ``dupefilter/store_lookups``,
 ``dupefilter/store_hits``, ``dupefilter/store_writes``, ``dupefilter/store_write_errors``,
 ``dupefilter/store_write_dropped``.
@@ -33,6 +34,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 from twisted.python.threadpool import ThreadPool
 
+from topicspider.cluster import redis_url
 from topicspider.config import get_bool, get_int
 from topicspider.reactor_tools import in_thread
 from topicspider.storage.seen import SeenStore, SeenURL, job_name, open_seen_store
@@ -64,6 +66,9 @@ class LRUDupeFilter(BaseDupeFilter):
         self.debug = get_bool(settings, "DUPEFILTER_DEBUG")
         self.jobdir = job_dir(settings)
         self.database_url: str = settings.get("DATABASE_URL") or ""
+        # In distributed mode the crawl's Redis set is the exact store, and the cluster
+        # scheduler claims fingerprints there itself.
+        self.exact_store_in_redis = bool(redis_url(settings))
         self.job = job_name(crawler)
         self.lru: OrderedDict[bytes, None] = OrderedDict()
         self.unflushed: dict[bytes, SeenURL] = {}
@@ -88,6 +93,9 @@ class LRUDupeFilter(BaseDupeFilter):
 
     async def _open(self) -> None:
         self.pool.start()
+        if self.exact_store_in_redis:
+            self.store_may_know = True  # other workers add to it
+            return
         self.store = await self._in_thread(open_seen_store, self.jobdir, self.database_url, self.job)
         known = await self._in_thread(self.store.count)
         self.flusher.start(FLUSH_INTERVAL, now=False)
@@ -112,12 +120,22 @@ class LRUDupeFilter(BaseDupeFilter):
         """Record a new fingerprint; the store gets it with the next flush."""
         self.lru[fingerprint] = None
         self.unflushed[fingerprint] = SeenURL(fingerprint, url, depth)
+        self._evict()
+        if len(self.unflushed) >= self.flush_size and not self.flush_pending:
+            self._start_flush()
+
+    def remember_elsewhere(self, fingerprint: bytes) -> None:
+        """Record a fingerprint whose exact store is elsewhere (the distributed crawl's
+        Redis set): memory only."""
+        self.lru[fingerprint] = None
+        self.lru.move_to_end(fingerprint)
+        self._evict()
+
+    def _evict(self) -> None:
         while len(self.lru) > self.capacity:
             self.lru.popitem(last=False)
             self.store_may_know = True
             self.stats.inc_value("dupefilter/lru_evictions")
-        if len(self.unflushed) >= self.flush_size and not self.flush_pending:
-            self._start_flush()
 
     def _start_flush(self) -> None:
         self.flush_pending = True

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from topicspider.cluster import redis_url
 from topicspider.config import ConfigError, check_typed_settings
 from topicspider.focus import check_topic_settings
 from topicspider.storage import open_store
@@ -20,13 +21,18 @@ if TYPE_CHECKING:
 
 def check_settings(settings: BaseSettings, database: bool = True) -> None:
     """Raise :class:`~topicspider.config.ConfigError` for the first bad setting; the
-    database is opened too unless ``database`` is false."""
+    database is opened too unless ``database`` is false, and Redis is asked in
+    distributed mode."""
     check_typed_settings(settings)
     check_topic_settings(settings)
     for name in ("CRAWL_LOG", "STATS_FILE", "TOPIC_TRAIN_OUTPUT", "STORAGE_SPILL_FILE"):
         _check_writable(name, settings.get(name) or "")
     if database:
         open_store(settings.get("DATABASE_URL") or "").close()
+    if redis_url(settings):
+        from topicspider.cluster import check_server
+
+        check_server(settings)
 
 
 def _check_writable(name: str, path: str) -> None:

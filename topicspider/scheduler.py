@@ -53,7 +53,8 @@ CLOSE_STORE_WAIT = 30.0
 POPS_PER_CALL = 64
 
 
-def _level(request: Request) -> tuple[Any, int]:
+def level_of(request: Request) -> tuple[Any, int]:
+    """A request's (site, depth), the unit of the level barrier."""
     return request.meta.get("site"), request.meta.get("depth", 0)
 
 
@@ -88,11 +89,15 @@ class FrontierScheduler(Scheduler):
     def _levels_file(self) -> Path | None:
         return Path(self.dqdir) / "levels.json" if self.dqdir else None
 
-    def enqueue_request(self, request: Request) -> bool:
+    @staticmethod
+    def _forget_download_slot(request: Request) -> None:
         if "redirect_urls" in request.meta:
             # The downloader wrote the original host's slot into meta and the redirect
             # copied it; the new URL must be paced as its own host.
             request.meta.pop(Downloader.DOWNLOAD_SLOT, None)
+
+    def enqueue_request(self, request: Request) -> bool:
+        self._forget_download_slot(request)
         if request.dont_filter or self.df.redirect_within_identity(request):
             return self._push(request)
         fingerprint = self.df.fingerprint(request)
@@ -118,7 +123,7 @@ class FrontierScheduler(Scheduler):
             self._mqpush(request)
             self.stats.inc_value("scheduler/enqueued/memory")
         self.stats.inc_value("scheduler/enqueued")
-        self.waiting[_level(request)] += 1
+        self.waiting[level_of(request)] += 1
         return True
 
     def _call_soon(self, coroutine_function: Any, delay: float = 0) -> None:
@@ -228,12 +233,13 @@ class FrontierScheduler(Scheduler):
             return request.meta.get("depth", 0), -request.priority
         return 0, -request.priority
 
-    def _count(self, key: str) -> None:
+    def _count(self, key: str, count: int = 1) -> None:
         assert self.stats is not None
-        self.stats.inc_value(key)
+        if count:
+            self.stats.inc_value(key, count)
 
     def _taken(self, request: Request) -> Request:
-        level = _level(request)
+        level = level_of(request)
         self.waiting[level] -= 1
         if self.waiting[level] <= 0:
             del self.waiting[level]
@@ -258,7 +264,7 @@ class FrontierScheduler(Scheduler):
     def _shallowest_active(self) -> dict[Any, int]:
         """Per site, the smallest depth still queued, held, downloading or parsing."""
         shallowest: dict[Any, int] = {}
-        for site, depth in list(self.waiting) + [_level(r) for r in self._in_progress()]:
+        for site, depth in list(self.waiting) + [level_of(r) for r in self._in_progress()]:
             if depth < shallowest.get(site, depth + 1):
                 shallowest[site] = depth
         return shallowest
@@ -272,7 +278,7 @@ class FrontierScheduler(Scheduler):
 
     @staticmethod
     def _level_allows(request: Request, shallowest: dict[Any, int]) -> bool:
-        site, depth = _level(request)
+        site, depth = level_of(request)
         return depth <= shallowest.get(site, depth)
 
     def close(self, reason: str) -> Deferred[None]:

@@ -51,6 +51,8 @@ DOWNLOADER_MIDDLEWARES = {
     "topicspider.middlewares.encoding.EncodingMiddleware": 585,
     # Sees 429/503 before RetryMiddleware (550) and sets the host's delay last.
     "topicspider.middlewares.pacing.PacingMiddleware": 950,
+    # Its twin for distributed mode (REDIS_URL): exactly one of the two is enabled.
+    "topicspider.middlewares.clusterpacing.ClusterPacingMiddleware": 950,
 }
 ITEM_PIPELINES = {
     "topicspider.pipelines.relevance.RelevancePipeline": 300,
@@ -109,5 +111,11 @@ TOPIC_TRAIN_OUTPUT = ""
 # with the reactor (analysis takes about half its time per page), 0 parses on it.
 PAGE_PROCESSES = 1
 PAGE_TIMEOUT = 60.0  # seconds a page may hold a worker before it is stopped
+# Distributed mode (topicspider/cluster): off while REDIS_URL is empty.
+REDIS_URL = ""
+REDIS_PREFETCH = 32  # leased requests a worker holds ready
+REDIS_LEASE = 120.0  # seconds before a dead worker's requests go back to the queue
+REDIS_IDLE_TIMEOUT = 30.0  # seconds of an empty shared frontier before a worker exits
+SCHEDULER_FLUSH_ON_START = False
 CRAWL_LOG = "crawl.log"
 STATS_FILE = "stats.json"

@@ -3,7 +3,8 @@ raised by robots.txt, and a per-host back-off on 429 and 503 that honours
 ``Retry-After``.
 
 Enabled by ``topicspider.middlewares.pacing.PacingMiddleware`` in
-``DOWNLOADER_MIDDLEWARES``. Scrapy's downloader keeps one slot per host name and
+``DOWNLOADER_MIDDLEWARES`` (not in distributed mode, ``REDIS_URL``, where
+:class:`topicspider.middlewares.clusterpacing.ClusterPacingMiddleware` replaces it). Scrapy's downloader keeps one slot per host name and
 waits ``slot.delay`` between starts there, but its jitter (``DOWNLOAD_DELAY_JITTER``)
 shortens some gaps to half the delay; this middleware sets each slot's delay itself,
 randomised only upwards: ``delay * (1 + uniform(0, jitter))``. The delay of a host
@@ -21,8 +22,10 @@ import random
 from time import monotonic
 from typing import TYPE_CHECKING
 
+from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 
+from topicspider.cluster import redis_url
 from topicspider.config import get_float, get_int
 from topicspider.robots import retry_after_seconds
 from topicspider.signals import host_delay_requested
@@ -64,6 +67,8 @@ class PacingMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PacingMiddleware:
+        if redis_url(crawler.settings):
+            raise NotConfigured("distributed mode: ClusterPacingMiddleware paces the hosts")
         return cls(crawler)
 
     @property
@@ -91,12 +96,17 @@ class PacingMiddleware:
             if monotonic() < paused:
                 return  # the slot keeps its back-off delay until the pause is over
             del self.paused_until[host]
+        self._set_slot_delay(host, self.draw_delay(host))
+
+    def draw_delay(self, host: str) -> float:
+        """The wait before the next start on ``host``: its delay, jittered upwards, plus
+        the send margin."""
         delay = self.delay_for(host)
         if delay:
             if self.jitter:
                 delay *= 1 + random.uniform(0, self.jitter)  # noqa: S311 - not cryptographic
             delay += min(SEND_MARGIN, delay * SEND_MARGIN)
-        self._set_slot_delay(host, delay)
+        return delay
 
     def _set_slot_delay(self, host: str, delay: float) -> None:
         slot = self.downloader.slots.get(host)
@@ -124,7 +134,7 @@ class PacingMiddleware:
             return response
         host = self.downloader.get_slot_key(request)
         wait = self._backoff(response, retries, host)
-        self.paused_until[host] = monotonic() + wait
+        self.pause_host(host, wait)
         slot = self.downloader.slots.get(host)
         if slot is not None:
             # The next start on this host is measured from now, ``wait`` seconds on.
@@ -136,6 +146,10 @@ class PacingMiddleware:
         retry = request.replace(dont_filter=True)
         retry.meta["backoff_retries"] = retries + 1
         return retry
+
+    def pause_host(self, host: str, wait: float) -> None:
+        """No request starts on ``host`` for ``wait`` seconds."""
+        self.paused_until[host] = monotonic() + wait
 
     def _backoff(self, response: Response, retries: int, host: str) -> float:
         header = response.headers.get(b"Retry-After")

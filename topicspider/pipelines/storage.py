@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-
 from pathlib import Path
+from time import monotonic
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredLock
@@ -34,6 +34,7 @@ from twisted.python.threadpool import ThreadPool
 from topicspider.config import get_float, get_int
 from topicspider.items import PageItem
 from topicspider.reactor_tools import in_thread, sleep
+from topicspider.signals import pages_durable, pages_flush_wanted
 from topicspider.storage import BatchOutcome, StorageError, Store, backend_for, write_isolating
 from topicspider.storage.spill import spill_pages
 from topicspider.urls import mask_url
@@ -49,6 +50,7 @@ T = TypeVar("T")
 class StoragePipeline:
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
+        self.crawler = crawler
         self.database_url: str = settings.get("DATABASE_URL")
         self.backend = backend_for(self.database_url)
         self.batch_size = get_int(settings, "STORAGE_BATCH_SIZE")
@@ -68,6 +70,7 @@ class StoragePipeline:
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-storage")
         self.store: Store | None = None
         self.flusher = LoopingCall(self._timed_flush)
+        crawler.signals.connect(self._timed_flush, signal=pages_flush_wanted)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
@@ -95,14 +98,16 @@ class StoragePipeline:
         return deferred_from_coro(self.flush())
 
     async def flush(self) -> None:
+        started = monotonic()
         batch, self.buffer = self.buffer, []
-        if not batch:
-            return
+        # Even with nothing new, wait for the batches before: they are not yet durable.
         await maybe_deferred_to_future(self.writing.acquire())
         try:
-            await self._store(batch)
+            if batch:
+                await self._store(batch)
         finally:
             self.writing.release()
+        self.crawler.signals.send_catch_log(pages_durable, before=started)
 
     async def _store(self, batch: list[PageItem]) -> None:
         delay = self.retry_delay

@@ -14,16 +14,22 @@ and those of :mod:`topicspider.focus`. Stats: ``topic/scored``, ``topic/relevant
 ``links/insite``, ``links/offsite``, ``links/dropped/<reason>``,
 ``robots/meta_noindex``, ``robots/meta_nofollow``, ``robots/rel_nofollow``,
 ``extract/text_truncated``, ``extract/title_truncated``, ``fetch/errors/<reason>``,
-``fetch/ignored``, ``pagepool/restarts``, ``pagepool/lost``.
+``fetch/ignored``, ``pagepool/restarts``, ``pagepool/lost``, ``seeds/from_redis``,
+``seeds/bad_redis_message``. With ``REDIS_URL`` (distributed mode) the seeds may be left
+out: the worker then joins the shared crawl, takes seeds pushed to the Redis start-URL
+list (``scrapy push-seeds``), and stops once the cluster has been idle for
+``REDIS_IDLE_TIMEOUT`` seconds.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 import scrapy
@@ -36,17 +42,18 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from topicspider.analysis import Page, PageAnalysis, PageRules
+from topicspider.cluster import redis_url
 from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds
 from topicspider.focus import TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments
 from topicspider.items import PageItem
 from topicspider.middlewares.robots import RobotsUnreachable
 from topicspider.pagepool import PageLost, PagePool, PagePoolFailed
-from topicspider.reactor_tools import to_thread
+from topicspider.reactor_tools import sleep, to_thread
 from topicspider.robots import token_from_settings
 from topicspider.signals import fetch_failed, page_scored
 from topicspider.topic.lexicon import format_lexicon
 from topicspider.topic.score import Relevance, Topic
-from topicspider.urls import canonical_url, has_public_suffix, site_of
+from topicspider.urls import BadURL, canonical_url, has_public_suffix, mask_url, request_url, site_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -55,6 +62,7 @@ if TYPE_CHECKING:
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 HISTOGRAM_STEP = 0.5
+SEED_POLL = 0.5  # seconds between looks at the Redis start-URL list
 NOT_SCORED = Relevance(0.0, 0.0, 0.0)
 
 
@@ -78,8 +86,9 @@ class TopicSpider(scrapy.Spider):
     def __init__(self, seeds: str = "", depth: str | int = 3, topic: str = "", train: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.topic_arguments: TopicArguments = parse_topic_arguments(topic, train)
-        # Seeds may be left out only to train a topic (``scrapy topic-train``).
-        self.seed_urls = parse_seeds(seeds) if seeds.strip() or not self.topic_arguments.samples else []
+        # Seeds may be left out to train a topic (``scrapy topic-train``) or to join a
+        # distributed crawl (``REDIS_URL``); from_crawler checks which.
+        self.seed_urls = parse_seeds(seeds) if seeds.strip() else []
         self.max_depth = parse_depth(depth)
         self.topic: Topic | None = None
         self._topic_settled = not self.topic_arguments.wanted
@@ -105,7 +114,8 @@ class TopicSpider(scrapy.Spider):
         if unknown:
             known = ", ".join(cls.ARGUMENTS)
             raise ConfigError(f"unknown spider argument {unknown[0]!r} (known: {known})")
-        if need_seeds or seeds.strip():
+        joining = settings is not None and bool(redis_url(settings))  # a worker may join without seeds
+        if (need_seeds and not joining) or seeds.strip():
             parse_seeds(seeds)
         parse_depth(depth)
         arguments = parse_topic_arguments(topic, train)
@@ -132,7 +142,9 @@ class TopicSpider(scrapy.Spider):
         crawler.signals.connect(spider.pages.close, signal=signals.spider_closed)
         spider.train_output = settings.get("TOPIC_TRAIN_OUTPUT") or ""
         check_topic_arguments(settings, spider.topic_arguments)
-        if not spider.seed_urls and not spider.train_output:
+        spider.cluster = bool(redis_url(settings))
+        spider.idle_timeout = get_float(settings, "REDIS_IDLE_TIMEOUT")
+        if not spider.seed_urls and not spider.train_output and not spider.cluster:
             raise ConfigError("no seed URLs given: use -a seeds=URL[,URL...] or -a seeds=@file")
         spider.topic_builder = TopicBuilder(crawler, spider.topic_arguments) if spider.topic_arguments.wanted else None
         # Load the Public Suffix List now: loading it at the first e-mail or domain
@@ -151,7 +163,60 @@ class TopicSpider(scrapy.Spider):
             self.logger.error("topicspider: error: %s", exc)
             raise CloseSpider("page_analysis_failed") from None
         for url in self.seed_urls:
-            yield self._request(url, site_of(url), depth=0)
+            yield self._seed_request(url)
+        if self.cluster:
+            async for request in self._cluster_seeds():
+                yield request
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        if redis_url(settings):
+            # Distributed mode; an explicit -s SCHEDULER still wins.
+            settings.set("SCHEDULER", "topicspider.cluster.scheduler.ClusterScheduler", priority="spider")
+
+    def _seed_request(self, url: str) -> Request:
+        return self._request(url, site_of(url), depth=0)
+
+    async def _cluster_seeds(self) -> AsyncIterator[Request]:
+        """Seeds pushed to the crawl's start-URL list in Redis, until the whole cluster
+        has had nothing to do for ``REDIS_IDLE_TIMEOUT`` seconds. Ending ``start()``
+        is what lets this worker close."""
+        from topicspider.cluster.scheduler import ClusterScheduler
+
+        assert self.crawler.engine is not None
+        scheduler = self.crawler.engine.scheduler
+        if not isinstance(scheduler, ClusterScheduler):
+            self.logger.warning("REDIS_URL is set but SCHEDULER is %s: not taking seeds from Redis",
+                                type(scheduler).__name__)
+            return
+        idle_since: float | None = None
+        while True:
+            for message in scheduler.want_seeds():
+                url = self._seed_from_message(message)
+                if url is not None:
+                    self._count("seeds/from_redis")
+                    yield self._seed_request(url)
+            await sleep(SEED_POLL)
+            if not scheduler.cluster_idle():
+                idle_since = None
+            elif idle_since is None:
+                idle_since = monotonic()
+            elif monotonic() - idle_since >= self.idle_timeout:
+                self.logger.info("Shared frontier empty for %.0f s: this worker stops", self.idle_timeout)
+                return
+
+    def _seed_from_message(self, message: str) -> str | None:
+        """A URL from a start-list entry: a URL, or scrapy-redis's JSON ``{"url": ...}``."""
+        text = message.strip()
+        try:
+            if text.startswith("{"):
+                text = str(json.loads(text)["url"])
+            return request_url(text)
+        except (ValueError, KeyError, TypeError, BadURL) as exc:
+            self._count("seeds/bad_redis_message")
+            self.logger.error("Ignored a bad entry in the Redis start-URL list: %s (%s)", mask_url(text)[:200], exc)
+            return None
 
     async def _prepare_topic(self) -> None:
         """Build the topic before any seed is requested; a bad one ends the crawl."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from urllib.parse import quote
 from weakref import WeakKeyDictionary
 
+from topicspider.cluster import ClusterKeys, redis_url
 from topicspider.storage import chunks
 
 if TYPE_CHECKING:
@@ -118,13 +119,20 @@ def job_name(crawler: Crawler) -> str:
     crawl. With a ``JOBDIR``, the one kept in ``JOBDIR/topicspider-job``, made on first
     use from the directory's name and a random suffix (a resumed job is the same job;
     two directories of the same name are two jobs); without, the spider's name, the start
-    time (UTC) and a random suffix."""
+    time (UTC) and a random suffix. In distributed mode, every worker's job is the
+    crawl's Redis queue key (``redis:topic:requests``), so that all share one."""
     name = _job_names.get(crawler)
     if name is None:
         jobdir = crawler.settings.get("JOBDIR") or ""
-        name = _kept_job_name(Path(jobdir)) if jobdir else _new_job_name(
-            crawler.spidercls.name if crawler.spidercls else "crawl",
-            time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+        if redis_url(crawler.settings):
+            spider = crawler.spidercls.name if crawler.spidercls else "crawl"
+            name = quote(f"redis:{ClusterKeys.from_settings(crawler.settings, spider).queue}", safe=":-_.")
+            name = name[:JOB_NAME_MAX]
+        elif jobdir:
+            name = _kept_job_name(Path(jobdir))
+        else:
+            name = _new_job_name(crawler.spidercls.name if crawler.spidercls else "crawl",
+                                 time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
         _job_names[crawler] = name
     return name
 

@@ -1,0 +1,223 @@
+"""Scaling of a distributed crawl: pages per second with 1, 2 and 3 workers sharing one
+crawl through Redis, on a site spread over several local hosts.
+
+Usage (from the repository root, with the project's virtualenv and a Redis server)::
+
+    .venv/bin/python bench/bench_cluster.py [--redis redis://127.0.0.1:6379/0] [--rounds 2]
+        [--hosts 12] [--pages 40] [--delay 0.05] [--latency 0.1] [--concurrency 4] [--keep]
+
+Each host is a :mod:`topicspider.localsite` server on its own loopback address
+(127.0.0.40 and up), serving a generated linked site of ``--pages`` pages whose every
+answer is ``--latency`` seconds late (a ``Delay:`` sidecar header; the server answers
+many requests at once), as a remote server would be. Each worker is a real
+``scrapy crawl topic`` process joining the crawl without seeds; once all have opened, the
+hosts' seed URLs are pushed with ``scrapy push-seeds``, and the crawl runs to its end.
+
+Why the workers are capped. This machine has 2 cores; workers on it share them, so a
+worker bound by CPU cannot show what another machine would add. Each worker is instead
+bound by ``CONCURRENT_REQUESTS`` (``--concurrency``, 4) against the servers' latency, the
+way one machine is bound by its own capacity: one worker can do at most concurrency /
+latency pages per second (40). The politeness bound of the whole crawl is hosts /
+delay starts per second, and hosts * ``CONCURRENT_REQUESTS_PER_DOMAIN`` / latency in
+flight (240 each, with the defaults), so while hosts outnumber workers, throughput
+should grow near-linearly with the workers. A second configuration has 2 hosts and a
+delay of 0.2 s, where politeness is the bound: more workers must not make it faster.
+
+Rate: pages (robots.txt excluded) over the span from the first request start to the
+last request end, from the servers' logs. Every page must be fetched exactly once and
+no host may see two request starts closer than its delay (less 10 ms, the server's
+timing resolution); otherwise the benchmark fails (exit status 1). Rounds alternate 1,
+2, 3 workers, so that drift on the machine touches all alike; the figure is the median
+over rounds, and the scaling is each worker count's rate over the 1-worker rate of the
+same round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from common import REPO, BenchFailure, header_lines, run_in_scratch
+
+sys.path.insert(0, str(REPO))
+
+from topicspider.localsite import generate_site, spawn  # noqa: E402
+from topicspider.runner import crawl_command, project_env  # noqa: E402
+
+TOLERANCE = 0.010
+WORKER_COUNTS = (1, 2, 3)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    hosts: int
+    pages: int
+    delay: float
+    latency: float
+    concurrency: int
+
+    def bounds(self, workers: int) -> str:
+        worker_bound = workers * self.concurrency / self.latency
+        polite_bound = min(self.hosts / self.delay, self.hosts * 2 / self.latency)
+        return f"worker bound {worker_bound:.0f}/s, politeness bound {polite_bound:.0f}/s"
+
+
+@dataclass
+class Host:
+    address: str
+    url: str
+    log: Path
+    process: subprocess.Popen[str]
+
+    def requests(self, skip: int) -> list[dict[str, Any]]:
+        lines = self.log.read_text().splitlines()[skip:] if self.log.exists() else []
+        return [json.loads(line) for line in lines]
+
+
+def start_hosts(config: Config, scratch: Path, first_address: int) -> list[Host]:
+    hosts = []
+    for index in range(config.hosts):
+        root = scratch / config.name / f"site{index}"
+        generate_site(root, config.pages, 3, seed=index)
+        for page in [root / "index.html", *root.glob("p*.html")]:
+            page.with_name(page.name + ".headers").write_text(f"Delay: {config.latency}\n")
+        address = f"127.0.0.{first_address + index}"
+        log = scratch / config.name / f"server{index}.log"
+        process, port = spawn(root, "--log", str(log), "--host", address)
+        hosts.append(Host(address, f"http://{address}:{port}/", log, process))
+    return hosts
+
+
+def settings_for(config: Config, redis_url: str, prefix: str) -> dict[str, object]:
+    return {
+        "REDIS_URL": redis_url, "SCHEDULER_QUEUE_KEY": f"{prefix}:requests",
+        "SCHEDULER_DUPEFILTER_KEY": f"{prefix}:dupefilter", "REDIS_START_URLS_KEY": f"{prefix}:start_urls",
+        "DOWNLOAD_DELAY": config.delay, "DOWNLOAD_DELAY_JITTER": 0, "CONCURRENT_REQUESTS": config.concurrency,
+        "REDIS_PREFETCH": 2 * config.concurrency, "REDIS_IDLE_TIMEOUT": 2, "CRAWL_LOG": "", "LOG_LEVEL": "INFO",
+    }
+
+
+def run_workers(config: Config, workers: int, hosts: list[Host], scratch: Path, redis_url: str,
+                timeout: float) -> float:
+    prefix = f"bench-cluster-{secrets.token_hex(4)}"
+    settings = settings_for(config, redis_url, prefix)
+    skips = [len(host.requests(0)) for host in hosts]
+    processes = []
+    for number in range(workers):
+        workdir = scratch / config.name / f"run-{prefix}-w{number}"
+        workdir.mkdir(parents=True)
+        with (workdir / "stderr.txt").open("w") as err:
+            processes.append((workdir, subprocess.Popen(crawl_command("", 40, settings), cwd=workdir,
+                                                        env=project_env(), stdout=subprocess.DEVNULL, stderr=err)))
+    deadline = time.monotonic() + timeout
+    for workdir, process in processes:
+        while "Spider opened" not in (workdir / "stderr.txt").read_text():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise BenchFailure(f"worker in {workdir} did not start")
+            time.sleep(0.1)
+    push = [sys.executable, "-m", "scrapy", "push-seeds", ",".join(host.url for host in hosts),
+            *[part for name, value in settings.items() if name.startswith(("REDIS", "SCHEDULER"))
+              for part in ("-s", f"{name}={value}")]]
+    subprocess.run(push, cwd=scratch, env=project_env(), check=True, capture_output=True)
+    for workdir, process in processes:
+        try:
+            if process.wait(timeout=max(1.0, deadline - time.monotonic())) != 0:
+                raise BenchFailure(f"worker in {workdir} failed")
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise BenchFailure(f"worker in {workdir} did not finish in time") from None
+    rate = measure(config, hosts, skips)
+    forget(redis_url, prefix)
+    return rate
+
+
+def forget(redis_url: str, prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(match=f"{prefix}*", count=1000):
+        client.delete(key)
+    client.close()
+
+
+def measure(config: Config, hosts: list[Host], skips: list[int]) -> float:
+    starts, ends, pages = [], [], 0
+    for host, skip in zip(hosts, skips):
+        records = [record for record in host.requests(skip) if record["path"] != "/robots.txt"]
+        counts = Counter(record["path"] for record in records)
+        if len(counts) != config.pages or max(counts.values()) != 1:
+            raise BenchFailure(f"{host.address}: {len(counts)} distinct pages of {config.pages},"
+                               f" most requested {counts.most_common(1)}")
+        times = sorted(record["start"] for record in host.requests(skip))
+        short = [later - earlier for earlier, later in zip(times, times[1:]) if later - earlier < config.delay - TOLERANCE]
+        if short:
+            raise BenchFailure(f"{host.address}: {len(short)} gaps shorter than {config.delay} s: {short[:5]}")
+        starts += [record["start"] for record in records]
+        ends += [record["end"] for record in records]
+        pages += len(records)
+    return pages / (max(ends) - min(starts))
+
+
+def benchmark(options: argparse.Namespace, scratch: Path) -> None:
+    configs = [
+        Config("workers", options.hosts, options.pages, options.delay, options.latency, options.concurrency),
+        Config("polite", 2, options.pages, 0.2, options.latency, options.concurrency),
+    ]
+    print("\n".join(header_lines("topicspider distributed crawl scaling", ["scrapy", "scrapy-redis", "redis"])))
+    print(f"  redis         {options.redis}; rounds {options.rounds}")
+    for config in configs:
+        print(f"\n{config.name}: {config.hosts} hosts x {config.pages} pages, delay {config.delay} s, latency"
+              f" {config.latency} s, CONCURRENT_REQUESTS {config.concurrency} per worker")
+        hosts = start_hosts(config, scratch, options.first_address)
+        rates: dict[int, list[float]] = {count: [] for count in WORKER_COUNTS}
+        try:
+            for round_ in range(options.rounds):
+                for count in WORKER_COUNTS:
+                    rate = run_workers(config, count, hosts, scratch, options.redis, options.timeout)
+                    rates[count].append(rate)
+                    print(f"  round {round_ + 1}: {count} worker(s) {rate:7.1f} pages/s ({config.bounds(count)})",
+                          flush=True)
+        finally:
+            for host in hosts:
+                host.process.terminate()
+        for count in WORKER_COUNTS:
+            scaling = [rate / one for rate, one in zip(rates[count], rates[1])]
+            print(f"  {count} worker(s): median {statistics.median(rates[count]):7.1f} pages/s,"
+                  f" {statistics.median(scaling):.2f}x one worker (rounds: "
+                  + ", ".join(f"{x:.2f}" for x in scaling) + ")")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis server (default local, db 0)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--hosts", type=int, default=12)
+    parser.add_argument("--pages", type=int, default=40, help="pages per host")
+    parser.add_argument("--delay", type=float, default=0.05, help="DOWNLOAD_DELAY (default 0.05 s)")
+    parser.add_argument("--latency", type=float, default=0.1, help="server answer delay (default 0.1 s)")
+    parser.add_argument("--concurrency", type=int, default=4, help="CONCURRENT_REQUESTS per worker (default 4)")
+    parser.add_argument("--first-address", type=int, default=40, help="first host is 127.0.0.N (default 40)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per run")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_args(argv)
+    return run_in_scratch("bench_cluster", "topicspider-bench-cluster-", options.keep,
+                          lambda scratch: benchmark(options, scratch))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

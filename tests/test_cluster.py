@@ -1,0 +1,344 @@
+"""Distributed mode against a real Redis server: the shared frontier's scripts, the
+cluster-wide host tickets, and real crawls by several worker processes (exactly once,
+politeness across workers, a stop and restart of every worker, seeds pushed by command)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.conftest import run_project
+from tests.services import RedisCrawl
+from topicspider.cluster import ClusterKeys
+from topicspider.cluster.frontier import Exchange, Outgoing, RedisFrontier, level_field, queue_order
+from topicspider.cluster.hosts import HostTickets
+from topicspider.localsite import generate_site
+from topicspider.runner import crawl_command, project_env
+
+# Each worker is a real `scrapy crawl` process; on page-analysis workers they would
+# only add start-up time here.
+WORKER_SETTINGS = {"PAGE_PROCESSES": 0, "REDIS_IDLE_TIMEOUT": 3, "DOWNLOAD_DELAY_JITTER": 0}
+
+
+class Worker:
+    def __init__(self, workdir: Path, redis_crawl: RedisCrawl, seeds: str = "", depth: int = 3,
+                 **settings: Any) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = workdir
+        command = crawl_command(seeds, depth, {**WORKER_SETTINGS, **redis_crawl.settings(), **settings})
+        with (workdir / "stdout.txt").open("a") as out, (workdir / "stderr.txt").open("a") as err:
+            self.process = subprocess.Popen(command, cwd=workdir, env=project_env(), stdout=out, stderr=err)
+
+    def wait(self, timeout: float = 180) -> int:
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise AssertionError(f"worker in {self.workdir} did not finish: {self.log()[-3000:]}") from None
+
+    def wait_until_open(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while "Spider opened" not in self.log():
+            assert self.process.poll() is None and time.monotonic() < deadline, self.log()[-3000:]
+            time.sleep(0.1)
+
+    def log(self) -> str:
+        return (self.workdir / "stderr.txt").read_text()
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return json.loads((self.workdir / "stats.json").read_text())["stats"]
+
+    def stored_paths(self) -> set[str]:
+        with sqlite3.connect(self.workdir / "topicspider.db") as connection:
+            return {urlsplit(url).path or "/" for (url,) in connection.execute("SELECT url FROM pages")}
+
+
+def finish(workers: list[Worker]) -> None:
+    codes = [worker.wait() for worker in workers]
+    for worker, code in zip(workers, codes):
+        assert code == 0, worker.log()[-3000:]
+
+
+def page_paths(site: Any) -> list[str]:
+    return [record["path"] for record in site.requests() if record["path"] != "/robots.txt"]
+
+
+def canonical_path(path: str) -> str:
+    return "/" if path in ("/", "/index.html") else path
+
+
+@pytest.fixture
+def frontier(redis_crawl: RedisCrawl) -> RedisFrontier:
+    from scrapy.settings import Settings
+
+    keys = ClusterKeys.from_settings(Settings(redis_crawl.settings()), "topic")
+    return RedisFrontier(redis_crawl.client, keys, lease=60.0)
+
+
+def entry(name: str, host: str = "a", priority: int = 0, fingerprint: str | None = None, site: str = "s") -> Outgoing:
+    """A request of depth -priority (DEPTH_PRIORITY = 1), queued by priority."""
+    return Outgoing(name if fingerprint is None else fingerprint, host, queue_order(priority, -priority, False),
+                    level_field(site, -priority), name.encode())
+
+
+def test_a_url_is_claimed_once_across_workers(frontier: RedisFrontier) -> None:
+    first = frontier.exchange(Exchange(outgoing=[entry("x"), entry("y")]))
+    second = frontier.exchange(Exchange(outgoing=[entry("x"), entry("z"), entry("z")]))
+    assert first.claimed == [True, True]
+    assert second.claimed == [False, True, False]
+    assert second.queued == 3
+    # dont_filter requests (no fingerprint) are queued without a claim
+    again = frontier.exchange(Exchange(outgoing=[entry("x", fingerprint="")]))
+    assert again.claimed == [True]
+
+
+def test_pops_go_breadth_first_and_take_hosts_in_turn(frontier: RedisFrontier) -> None:
+    outgoing = [entry(f"a{i}", "a", -1) for i in range(3)] + [entry("b0", "b", -1), entry("deep", "b", -2)]
+    outgoing.insert(0, entry("seed", "c", 0))
+    frontier.exchange(Exchange(outgoing=outgoing))
+    popped = frontier.exchange(Exchange(wanted=6)).popped
+    assert popped[0] == b"seed"
+    assert [item[0:1] for item in popped[1:5]] == [b"a", b"b", b"a", b"a"]  # a, b alternate at depth 1
+    assert popped[5] == b"deep"
+
+
+def test_leases_are_acknowledged_renewed_and_reclaimed(frontier: RedisFrontier, redis_crawl: RedisCrawl) -> None:
+    frontier.exchange(Exchange(outgoing=[entry("x"), entry("y")]))
+    result = frontier.exchange(Exchange(wanted=2))
+    assert result.popped == [b"x", b"y"] and result.queued == 0 and result.leased == 2
+    assert result.levels == {}
+    levels = frontier.exchange(Exchange(levels=[level_field("s", 0)])).levels
+    assert levels == {"s|0": 2}  # queued or leased
+    done = frontier.exchange(Exchange(finished=[(b"x", "s|0")], levels=["s|0"]))
+    assert done.acked_late == 0 and done.leased == 1 and done.levels == {"s|0": 1}
+    # A worker that stops renewing (killed) loses its lease; the next pop puts it back.
+    short = RedisFrontier(redis_crawl.client, frontier.keys, lease=0.2)
+    assert short.exchange(Exchange(renew=[b"y"])).renewed == 1
+    time.sleep(0.3)
+    back = frontier.exchange(Exchange(wanted=1))
+    assert back.reclaimed == 1 and back.popped == [b"y"]
+    # A late acknowledgement takes a reclaimed request off the queue, and counts it once.
+    short.exchange(Exchange(renew=[b"y"]))
+    time.sleep(0.3)
+    assert frontier.exchange(Exchange()).reclaimed == 1
+    late = frontier.exchange(Exchange(finished=[(b"y", "s|0")], levels=["s|0"]))
+    assert late.queued == 0 and late.leased == 0 and late.levels == {"s|0": 0}
+
+
+def test_under_the_level_barrier_a_retry_stays_in_its_level() -> None:
+    retry_of_depth_1 = queue_order(priority=-2, depth=1, by_level=True)  # RetryMiddleware lowered it
+    assert retry_of_depth_1 < queue_order(priority=-2, depth=2, by_level=True)
+    assert queue_order(priority=-2, depth=1, by_level=False) == queue_order(priority=-2, depth=2, by_level=False)
+
+
+def test_give_back_returns_leased_requests_in_their_place(frontier: RedisFrontier) -> None:
+    frontier.exchange(Exchange(outgoing=[entry("shallow", priority=0), entry("deep", priority=-3)]))
+    frontier.exchange(Exchange(wanted=1))
+    frontier.give_back([b"shallow"])
+    assert frontier.exchange(Exchange(wanted=2)).popped == [b"shallow", b"deep"]
+
+
+def test_host_tickets_space_starts_and_cap_requests_in_flight(redis_crawl: RedisCrawl) -> None:
+    tickets = HostTickets(redis_crawl.client, ticket_lifetime=60.0)
+    host = "127.0.0.9"
+    assert tickets.acquire(host, 0.5, 2, "w1:1") is None
+    wait = tickets.acquire(host, 0.5, 2, "w2:1")
+    assert wait is not None and 0.3 < wait <= 0.5
+    assert tickets.acquire(host, 0.0, 2, "w2:2") is not None  # the next start is still 0.5 s after the first
+    time.sleep(wait)
+    assert tickets.acquire(host, 0.0, 2, "w2:1") is None
+    assert tickets.acquire(host, 0.0, 2, "w3:1") == -1  # two in flight
+    tickets.release(host, "w1:1")
+    assert tickets.acquire(host, 0.0, 2, "w3:1") is None
+    tickets.pause(host, 1.0)
+    paused = tickets.acquire(host, 0.0, 5, "w3:2")
+    assert paused is not None and paused > 0.8
+
+
+def test_three_workers_fetch_every_page_once_and_store_what_one_worker_stores(tmp_path, serve, crawl, redis_crawl):
+    generate_site(tmp_path / "site", 90, 3, seed=7)
+    alone = serve(tmp_path / "site")
+    reference = crawl(f"{alone.url}/", depth=3)
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    expected = {canonical_path(urlsplit(url).path) for url in reference.pages()}
+
+    shared = serve(tmp_path / "site")
+    # A small prefetch, so that one worker does not lease the whole of this small site.
+    workers = [Worker(tmp_path / f"w{n}", redis_crawl, DOWNLOAD_DELAY=0.05, REDIS_PREFETCH=4) for n in range(3)]
+    for worker in workers:
+        worker.wait_until_open()
+    pushed = run_project([sys.executable, "-m", "scrapy", "push-seeds", f"{shared.url}/",
+                          *[part for name, value in redis_crawl.settings().items() for part in ("-s", f"{name}={value}")]],
+                         tmp_path)
+    assert pushed.returncode == 0, pushed.stderr
+    finish(workers)
+
+    requested = Counter(page_paths(shared))
+    assert requested and max(requested.values()) == 1, requested.most_common(3)
+    stored = set().union(*(worker.stored_paths() for worker in workers))
+    assert {canonical_path(path) for path in stored} == expected
+    fetched = [worker.stats.get("pages/fetched", 0) for worker in workers]
+    assert all(count >= 3 for count in fetched), fetched  # each did real work
+    assert sum(fetched) == len(requested)
+    assert sum(worker.stats.get("seeds/from_redis", 0) for worker in workers) == 1
+
+
+def test_the_per_host_delay_holds_across_workers(tmp_path, serve, redis_crawl):
+    sites = []
+    for number in range(3):
+        generate_site(tmp_path / f"site{number}", 10, 2, seed=number)
+        sites.append(serve(tmp_path / f"site{number}", host=f"127.0.0.{number + 2}"))
+    seeds = ",".join(f"{site.url}/" for site in sites)
+    delay = 0.4
+    workers = [Worker(tmp_path / f"w{n}", redis_crawl, seeds, DOWNLOAD_DELAY=delay, REDIS_PREFETCH=2,
+                      USER_AGENT=f"worker{n}/1.0 (+http://example.com/bot)") for n in range(2)]
+    finish(workers)
+    served_both = 0
+    for site in sites:
+        records = [record for record in site.requests() if record["path"] != "/robots.txt"]
+        assert len(records) == len({record["path"] for record in records}) == 10
+        starts = sorted(record["start"] for record in records)
+        gaps = [later - earlier for earlier, later in zip(starts, starts[1:])]
+        assert min(gaps) >= delay - 0.05, gaps
+        served_both += len({record["user_agent"] for record in records}) == 2
+    assert served_both >= 2  # the workers shared hosts, and still kept their delays
+
+
+def test_a_retried_page_keeps_its_level_and_nothing_waits_for_it_forever(tmp_path, serve, crawl, redis_crawl):
+    depths = generate_site(tmp_path / "site", 60, 3, seed=11)
+    first_level = sorted(path for path, depth in depths.items() if depth == 1)
+    for path in first_level[:2]:  # a 500 first: RetryMiddleware queues them again, lower
+        (tmp_path / "site" / (path.lstrip("/") + ".headers")).write_text("Status-First: 500 1\n")
+    alone = serve(tmp_path / "site")
+    reference = crawl(f"{alone.url}/", depth=3)
+    expected = {canonical_path(urlsplit(url).path) for url in reference.pages()}
+    shared = serve(tmp_path / "site")
+    workers = [Worker(tmp_path / f"w{n}", redis_crawl, f"{shared.url}/", DOWNLOAD_DELAY=0, REDIS_PREFETCH=2)
+               for n in range(2)]
+    started = time.monotonic()
+    finish(workers)
+    stored = set().union(*(worker.stored_paths() for worker in workers))
+    assert {canonical_path(path) for path in stored} == expected
+    assert sum(worker.stats.get("retry/count", 0) for worker in workers) == 2
+    assert time.monotonic() - started < 60
+
+
+def wait_for_requests(site: Any, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while len(page_paths(site)) < count:
+        assert time.monotonic() < deadline, f"only {len(page_paths(site))} requests served"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["graceful", "killed"])
+def test_every_worker_stopped_mid_crawl_then_restarted_finishes_the_crawl(tmp_path, serve, crawl, redis_crawl, stop):
+    generate_site(tmp_path / "site", 80, 3, seed=3)
+    alone = serve(tmp_path / "site")
+    reference = crawl(f"{alone.url}/", depth=3)
+    expected = {canonical_path(urlsplit(url).path) for url in reference.pages()}
+    site = serve(tmp_path / "site")
+    # Short leases, so that a killed worker's requests come back soon.
+    settings = {"DOWNLOAD_DELAY": 0.1, "REDIS_LEASE": 5}
+    first = [Worker(tmp_path / f"w{n}", redis_crawl, f"{site.url}/" if n == 0 else "", **settings) for n in range(2)]
+    wait_for_requests(site, 20)
+    for worker in first:
+        worker.process.send_signal(stop)
+    for worker in first:
+        worker.process.wait(timeout=60)
+    before = Counter(page_paths(site))
+    assert len(before) < len(expected)  # stopped mid-crawl
+
+    second = [Worker(tmp_path / f"w{n}", redis_crawl, **settings) for n in range(2)]
+    finish(second)
+    requested = Counter(page_paths(site))
+    stored = set().union(*(worker.stored_paths() for worker in second))
+    assert {canonical_path(path) for path in stored} == expected  # nothing lost
+    refetched = [path for path, count in requested.items() if count > 1]
+    if stop == signal.SIGINT:
+        assert refetched == []
+    else:
+        # Only what was in flight when the process died: leased, not yet acknowledged.
+        assert len(refetched) <= 2 * 32
+        assert all(count == 2 for count in requested.values() if count > 1)
+    assert set(requested) >= {path for path in before}
+
+
+def test_a_worker_with_nothing_to_do_exits_after_the_idle_timeout(tmp_path, redis_crawl):
+    started = time.monotonic()
+    worker = Worker(tmp_path / "w", redis_crawl, REDIS_IDLE_TIMEOUT=1)
+    finish([worker])
+    assert time.monotonic() - started < 60
+    assert "Shared frontier empty" in worker.log()
+
+
+def test_bad_seeds_in_the_start_list_are_counted_not_fatal(tmp_path, serve, redis_crawl):
+    generate_site(tmp_path / "site", 5, 1)
+    site = serve(tmp_path / "site")
+    key = f"{redis_crawl.prefix}:start_urls"
+    redis_crawl.client.rpush(key, "not a url", json.dumps({"url": f"{site.url}/"}), "ftp://x/")
+    worker = Worker(tmp_path / "w", redis_crawl, depth=1)
+    finish([worker])
+    assert worker.stats["seeds/bad_redis_message"] == 2
+    assert worker.stats["seeds/from_redis"] == 1
+    assert worker.stored_paths()
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("http://127.0.0.1:6379/0", "must start with redis://"),
+    ("redis://127.0.0.1:6379/x", "the database must be a number"),
+    ("redis://:secret@127.0.0.1:1/0", "cannot use Redis at redis://:***@127.0.0.1:1/0"),
+])
+def test_a_bad_or_unreachable_redis_gets_one_line_and_exit_2(tmp_path, url, message):
+    done = run_project(crawl_command("http://127.0.0.1:1/", 1, {"REDIS_URL": url}), tmp_path)
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and errors[0].startswith("topicspider: error: ") and message in errors[0], done.stderr
+    assert "secret" not in done.stderr + done.stdout
+    pushed = run_project([sys.executable, "-m", "scrapy", "push-seeds", "http://example.com/", "-s", f"REDIS_URL={url}"],
+                         tmp_path)
+    assert pushed.returncode == 2 and message in pushed.stderr
+
+
+def test_without_redis_url_nothing_of_redis_is_imported(tmp_path, serve):
+    generate_site(tmp_path / "site", 3, 1)
+    site = serve(tmp_path / "site")
+    script = (
+        "import sys\n"
+        "from scrapy.cmdline import execute\n"
+        "try:\n"
+        f"    execute(['scrapy', 'crawl', 'topic', '-a', 'seeds={site.url}/', '-a', 'depth=1',"
+        " '-s', 'DOWNLOAD_DELAY=0', '-s', 'PAGE_PROCESSES=0'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('redis imported:', sorted(name for name in sys.modules if name.split('.')[0] in ('redis', 'scrapy_redis')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=project_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert "redis imported: []" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+def test_scrapy_redis_encoding_keeps_what_the_topic_spider_puts_in_a_request(redis_crawl: RedisCrawl) -> None:
+    from scrapy_redis.queue import PriorityQueue
+
+    from topicspider.spiders.topic import TopicSpider
+
+    spider = TopicSpider(seeds="http://example.com/")
+    request = spider._request("http://example.com/a", "example.com", depth=2)
+    request.priority = -2
+    request.cb_kwargs["note"] = "kept"
+    codec = PriorityQueue(redis_crawl.client, spider, f"{redis_crawl.prefix}:requests")
+    decoded = codec._decode_request(codec._encode_request(request))
+    assert decoded.url == request.url and decoded.priority == -2
+    assert decoded.callback == spider.parse and decoded.errback == spider.on_error
+    assert decoded.meta == {"site": "example.com", "depth": 2} and decoded.cb_kwargs == {"note": "kept"}

@@ -1,0 +1,111 @@
+"""Distributed mode: several workers share one crawl through Redis (scrapy-redis).
+
+Setting ``REDIS_URL`` (``redis://[:password@]host:port/db``, ``rediss://``, ``unix://``)
+turns it on: the topic spider then swaps in :class:`topicspider.cluster.scheduler.ClusterScheduler`
+and :class:`topicspider.middlewares.clusterpacing.ClusterPacingMiddleware`. Without it,
+nothing in this package is imported and Redis is not needed.
+
+The keys follow scrapy-redis's layout and settings (``SCHEDULER_QUEUE_KEY``,
+``SCHEDULER_DUPEFILTER_KEY``, ``REDIS_START_URLS_KEY``, each with ``%(spider)s`` or
+``%(name)s``), plus topicspider's own beside them (see :class:`ClusterKeys`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from topicspider.config import ConfigError
+from topicspider.urls import mask_url
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+SCHEMES = ("redis", "rediss", "unix")
+# scrapy-redis's defaults, repeated so that reading them does not import redis.
+QUEUE_KEY = "%(spider)s:requests"
+DUPEFILTER_KEY = "%(spider)s:dupefilter"
+START_URLS_KEY = "%(name)s:start_urls"
+#: Per-host politeness state, shared by every crawl on one Redis server: two crawls of
+#: one host are polite together.
+HOST_KEY_PREFIX = "topicspider:host:"
+CONNECT_TIMEOUT = 10.0
+
+
+def redis_url(settings: BaseSettings) -> str:
+    """``REDIS_URL``, or "" when distributed mode is off."""
+    return (settings.get("REDIS_URL") or "").strip()
+
+
+def check_redis_url(url: str) -> None:
+    """Raise :class:`ConfigError` for a ``REDIS_URL`` redis-py cannot use."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as exc:
+        raise ConfigError(f"REDIS_URL {mask_url(url)!r} is malformed: {exc}") from None
+    if parts.scheme not in SCHEMES:
+        raise ConfigError(f"REDIS_URL {mask_url(url)!r} must start with redis://, rediss:// or unix://")
+    if parts.scheme != "unix" and not parts.hostname:
+        raise ConfigError(f"REDIS_URL {mask_url(url)!r} has no host")
+    database = parts.path.strip("/")
+    if parts.scheme != "unix" and database and not database.isdigit():
+        raise ConfigError(f"REDIS_URL {mask_url(url)!r}: the database must be a number, got {database!r}")
+
+
+def connect(settings: BaseSettings) -> Any:
+    """A redis-py client for ``REDIS_URL`` (and ``REDIS_PARAMS``), through scrapy-redis;
+    replies are bytes."""
+    from scrapy_redis.connection import get_redis_from_settings
+
+    client = get_redis_from_settings(settings)
+    client.connection_pool.connection_kwargs.setdefault("socket_connect_timeout", CONNECT_TIMEOUT)
+    return client
+
+
+def check_server(settings: BaseSettings) -> None:
+    """Raise :class:`ConfigError` unless the Redis server answers, and is recent enough
+    (6.2: ``LPOP`` with a count, ``ZADD`` options in scripts)."""
+    url = redis_url(settings)
+    check_redis_url(url)
+    from redis.exceptions import RedisError
+
+    try:
+        client = connect(settings)
+        version = client.info("server").get("redis_version", "0")
+        client.close()
+    except RedisError as exc:
+        raise ConfigError(f"cannot use Redis at {mask_url(url)}: {exc}") from None
+    if tuple(int(part) for part in str(version).split(".")[:2]) < (6, 2):
+        raise ConfigError(f"Redis at {mask_url(url)} is version {version}; 6.2 or later is needed")
+
+
+@dataclass(frozen=True)
+class ClusterKeys:
+    """The Redis keys of one distributed crawl."""
+
+    queue: str  # sorted set: encoded request -> score (scrapy-redis's PriorityQueue)
+    dupefilter: str  # set: hex fingerprints of every request ever queued
+    start_urls: str  # list: seed URLs pushed by `scrapy push-seeds` or anyone
+    leases: str  # sorted set: encoded request -> lease expiry (server time)
+    scores: str  # hash: encoded request -> its queue score, to put it back
+    ranks: str  # hash: "host|priority" -> requests queued so far, for round robin
+    levels: str  # hash: "site|depth" -> requests queued or leased, for the level barrier
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings, spider_name: str) -> ClusterKeys:
+        names = {"spider": spider_name, "name": spider_name}
+        queue = (settings.get("SCHEDULER_QUEUE_KEY") or QUEUE_KEY) % names
+        return cls(
+            queue=queue,
+            dupefilter=(settings.get("SCHEDULER_DUPEFILTER_KEY") or DUPEFILTER_KEY) % names,
+            start_urls=(settings.get("REDIS_START_URLS_KEY") or START_URLS_KEY) % names,
+            leases=f"{queue}:leases",
+            scores=f"{queue}:scores",
+            ranks=f"{queue}:ranks",
+            levels=f"{queue}:levels",
+        )
+
+    def all(self) -> list[str]:
+        return [self.queue, self.dupefilter, self.start_urls, self.leases, self.scores, self.ranks, self.levels]

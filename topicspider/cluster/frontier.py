@@ -1,0 +1,232 @@
+"""The shared frontier in Redis: scrapy-redis's priority queue, with an atomic claim of
+each URL, round robin among hosts, and leases so that no request is lost when a worker dies.
+
+Pure Redis logic, no Scrapy engine: every method makes blocking calls and runs on a
+worker thread (:class:`topicspider.cluster.scheduler.ClusterScheduler` calls it). The
+whole exchange of one round (new requests, finished ones, leases to renew, requests
+wanted) is one pipelined round trip.
+
+* **Claim.** A new request's fingerprint is added to the crawl's set (``SADD``) and, only
+  if it was not there, its encoded request to the queue, in one script: two workers
+  finding one URL queue it once.
+* **Order.** The score is ``order * 10^6 + rank``: ``order`` is ``-priority`` as in
+  scrapy-redis (``DEPTH_PRIORITY`` makes it the depth), or, under the level barrier,
+  ``depth * 1000 - priority``, so that a retry's lowered priority does not put it
+  among deeper requests; rank counts the requests of that host and order queued so far,
+  so that within a level the hosts take turns and a batch popped by one worker spreads
+  over many hosts instead of one host's pages.
+* **Levels.** A hash counts each site's requests queued or leased by depth, so that each
+  worker's level barrier (see :mod:`topicspider.scheduler`) holds a site's depth d+1
+  until no worker has any of its depth <= d left: the depth a page is reached at is its
+  link distance from the seeds, as in a single-process crawl.
+* **Leases.** A pop moves requests to a lease set with an expiry (``REDIS_LEASE``) held on
+  the server's clock; the worker renews them while it holds them and acknowledges each
+  once its callback has finished. Leases that expire (a worker killed) go back to the
+  queue at the next pop of any worker; a graceful stop gives back what it did not start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from topicspider.cluster import ClusterKeys
+
+RANK_LIMIT = 999_999  # ranks above share a score; order among them is by bytes
+RECLAIM_PER_POP = 1000
+
+# KEYS: dupefilter, queue, ranks, levels. ARGV: fingerprint, host, order, level, data,
+# ... (an empty fingerprint queues without a claim: dont_filter requests). Returns 1/0 per request.
+CLAIM_AND_PUSH = """
+local claimed = {}
+for i = 1, #ARGV, 5 do
+  local added = 1
+  if ARGV[i] ~= '' then added = redis.call('SADD', KEYS[1], ARGV[i]) end
+  if added == 1 then
+    local order = tonumber(ARGV[i + 2])
+    local rank = redis.call('HINCRBY', KEYS[3], ARGV[i + 1] .. '|' .. ARGV[i + 2], 1)
+    if rank > %(rank_limit)d then rank = %(rank_limit)d end
+    redis.call('ZADD', KEYS[2], order * 1000000 + rank, ARGV[i + 4])
+    if ARGV[i + 3] ~= '' then redis.call('HINCRBY', KEYS[4], ARGV[i + 3], 1) end
+  end
+  claimed[#claimed + 1] = added
+end
+return claimed
+""" % {"rank_limit": RANK_LIMIT}
+
+# KEYS: queue, leases, scores. ARGV: how many, lease seconds. Returns
+# {reclaimed count, {data, ...}}.
+LEASED_POP = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, %(reclaim)d)
+for _, data in ipairs(expired) do
+  local score = redis.call('HGET', KEYS[3], data)
+  if not score then score = 0 end
+  redis.call('ZADD', KEYS[1], score, data)
+  redis.call('ZREM', KEYS[2], data)
+  redis.call('HDEL', KEYS[3], data)
+end
+local popped = {}
+local wanted = tonumber(ARGV[1])
+if wanted > 0 then
+  local items = redis.call('ZRANGE', KEYS[1], 0, wanted - 1, 'WITHSCORES')
+  local expiry = now + tonumber(ARGV[2])
+  for i = 1, #items, 2 do
+    redis.call('ZREM', KEYS[1], items[i])
+    redis.call('ZADD', KEYS[2], expiry, items[i])
+    redis.call('HSET', KEYS[3], items[i], items[i + 1])
+    popped[#popped + 1] = items[i]
+  end
+end
+return {#expired, popped}
+""" % {"reclaim": RECLAIM_PER_POP}
+
+# KEYS: queue, leases, scores, levels. ARGV: data, level, ... Returns how many were still
+# leased: a request whose lease had run out is taken off the queue again, so it is not
+# fetched twice.
+ACK = """
+local held = 0
+for i = 1, #ARGV, 2 do
+  local data = ARGV[i]
+  local leased = redis.call('ZREM', KEYS[2], data)
+  held = held + leased
+  redis.call('HDEL', KEYS[3], data)
+  local pending = leased + redis.call('ZREM', KEYS[1], data)
+  if pending > 0 and ARGV[i + 1] ~= '' then
+    if redis.call('HINCRBY', KEYS[4], ARGV[i + 1], -1) <= 0 then redis.call('HDEL', KEYS[4], ARGV[i + 1]) end
+  end
+end
+return held
+"""
+
+# KEYS: queue, leases, scores. ARGV: data, ... Puts leased requests back in the queue.
+GIVE_BACK = """
+for _, data in ipairs(ARGV) do
+  if redis.call('ZREM', KEYS[2], data) == 1 then
+    local score = redis.call('HGET', KEYS[3], data)
+    if not score then score = 0 end
+    redis.call('ZADD', KEYS[1], score, data)
+    redis.call('HDEL', KEYS[3], data)
+  end
+end
+return #ARGV
+"""
+
+# KEYS: leases. ARGV: lease seconds, data, ... Extends leases still held.
+RENEW = """
+local t = redis.call('TIME')
+local expiry = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
+local renewed = 0
+for i = 2, #ARGV do
+  renewed = renewed + redis.call('ZADD', KEYS[1], 'XX', 'CH', expiry, ARGV[i])
+end
+return renewed
+"""
+
+
+@dataclass
+class Outgoing:
+    """A request on its way to the shared queue."""
+
+    fingerprint: str  # hex; "" queues it without a claim
+    host: str
+    order: int  # lower goes first, see queue_order
+    level: str  # "site|depth", see level_field
+    data: bytes
+
+
+def queue_order(priority: int, depth: int, by_level: bool) -> int:
+    """Where a request goes in the shared queue: by priority, or by depth first."""
+    return depth * 1000 - priority if by_level else -priority
+
+
+def level_field(site: Any, depth: int) -> str:
+    """The levels hash's field for a request of ``site`` at ``depth``."""
+    return f"{site}|{depth}" if site is not None else ""
+
+
+@dataclass
+class Exchange:
+    """What one round trip sends."""
+
+    outgoing: list[Outgoing] = field(default_factory=list)
+    finished: list[tuple[bytes, str]] = field(default_factory=list)  # (entry, level field)
+    renew: list[bytes] = field(default_factory=list)
+    wanted: int = 0
+    seeds_wanted: int = 0
+    levels: list[str] = field(default_factory=list)  # level fields to read
+
+
+@dataclass
+class ExchangeResult:
+    claimed: list[bool]
+    acked_late: int  # finished requests whose lease had already run out
+    renewed: int
+    reclaimed: int
+    popped: list[bytes]
+    seeds: list[bytes]
+    queued: int  # in the shared queue after this round
+    leased: int  # held by some worker after this round
+    seeds_queued: int
+    levels: dict[str, int]  # the fields asked for -> requests queued or leased
+
+
+class RedisFrontier:
+    def __init__(self, server: Any, keys: ClusterKeys, lease: float) -> None:
+        self.server = server
+        self.keys = keys
+        self.lease = lease
+        self._claim = server.register_script(CLAIM_AND_PUSH)
+        self._pop = server.register_script(LEASED_POP)
+        self._ack = server.register_script(ACK)
+        self._give_back = server.register_script(GIVE_BACK)
+        self._renew = server.register_script(RENEW)
+
+    def exchange(self, work: Exchange) -> ExchangeResult:
+        """One round trip. Scripts run in this order, so a page's new links are in the
+        queue before the page is acknowledged."""
+        keys = self.keys
+        pipe = self.server.pipeline(transaction=False)
+        if work.outgoing:
+            arguments: list[Any] = []
+            for entry in work.outgoing:
+                arguments += [entry.fingerprint, entry.host, entry.order, entry.level, entry.data]
+            self._claim(keys=[keys.dupefilter, keys.queue, keys.ranks, keys.levels], args=arguments, client=pipe)
+        if work.finished:
+            pairs = [part for finished in work.finished for part in finished]
+            self._ack(keys=[keys.queue, keys.leases, keys.scores, keys.levels], args=pairs, client=pipe)
+        if work.renew:
+            self._renew(keys=[keys.leases], args=[self.lease, *work.renew], client=pipe)
+        self._pop(keys=[keys.queue, keys.leases, keys.scores], args=[work.wanted, self.lease], client=pipe)
+        if work.seeds_wanted:
+            pipe.lpop(keys.start_urls, work.seeds_wanted)
+        if work.levels:
+            pipe.hmget(keys.levels, work.levels)
+        pipe.zcard(keys.queue)
+        pipe.zcard(keys.leases)
+        pipe.llen(keys.start_urls)
+        replies = pipe.execute()
+        claimed = [bool(flag) for flag in replies.pop(0)] if work.outgoing else []
+        held = replies.pop(0) if work.finished else len(work.finished)
+        renewed = replies.pop(0) if work.renew else 0
+        reclaimed, popped = replies.pop(0)
+        seeds = (replies.pop(0) or []) if work.seeds_wanted else []
+        counts = replies.pop(0) if work.levels else []
+        queued, leased, seeds_queued = replies
+        levels = {name: int(count or 0) for name, count in zip(work.levels, counts)}
+        return ExchangeResult(claimed, len(work.finished) - held, renewed, reclaimed, list(popped), list(seeds),
+                              queued, leased, seeds_queued, levels)
+
+    def give_back(self, data: list[bytes]) -> None:
+        """Return leased requests to the queue, unstarted."""
+        if data:
+            self._give_back(keys=[self.keys.queue, self.keys.leases, self.keys.scores], args=data)
+
+    def push_seeds(self, urls: list[str]) -> int:
+        """Append ``urls`` to the start-URL list; its length after."""
+        return int(self.server.rpush(self.keys.start_urls, *urls)) if urls else 0
+
+    def clear(self) -> int:
+        """Delete the crawl's keys (queue, seen set, start URLs, leases); how many existed."""
+        return int(self.server.delete(*self.keys.all()))

@@ -1,0 +1,429 @@
+"""The frontier of a distributed crawl: topicspider's frontier, fed from a queue in Redis
+that every worker shares.
+
+Enabled in distributed mode (``REDIS_URL``): the topic spider sets ``SCHEDULER =
+"topicspider.cluster.scheduler.ClusterScheduler"``. Settings: ``REDIS_URL``,
+``REDIS_PARAMS``, ``REDIS_PREFETCH``, ``REDIS_LEASE``, ``SCHEDULER_QUEUE_KEY``,
+``SCHEDULER_DUPEFILTER_KEY``, ``REDIS_START_URLS_KEY``, ``SCHEDULER_FLUSH_ON_START``,
+and those of :class:`topicspider.scheduler.FrontierScheduler`. Stats:
+``scheduler/cluster/pushed``, ``scheduler/cluster/popped``, ``scheduler/cluster/acked``,
+``scheduler/cluster/acked_late``, ``scheduler/cluster/given_back``,
+``scheduler/cluster/reclaimed``, ``scheduler/cluster/errors``,
+``scheduler/cluster/local_only``, ``scheduler/cluster/undecodable``, ``scheduler/cluster/lost``,
+``scheduler/cluster/unacked``, ``scheduler/cluster/stuck_leases``.
+
+scrapy-redis's own scheduler makes a synchronous Redis call on the reactor thread for
+every request queued and every request asked for, and loses what a killed worker had
+popped. Here every Redis call runs on one worker thread, in batches: new requests,
+finished ones, lease renewals and the next requests travel in one round trip
+(:meth:`topicspider.cluster.frontier.RedisFrontier.exchange`), while the engine takes
+requests from a local buffer of up to ``REDIS_PREFETCH`` leased ones. The requests use
+scrapy-redis's encoding (its ``PriorityQueue``), so its tools can read the queue.
+
+The local fast path of de-duplication is the dupefilter's LRU; the exact store is the
+crawl's Redis set, and a URL is queued only by the worker whose ``SADD`` added it. A
+request stays leased to its worker until its callback has finished and the requests it
+produced are in the queue, and its page is stored (the storage pipeline's
+``pages_durable`` signal); only then is it acknowledged. A graceful stop (Ctrl-C,
+``SIGTERM``, scrapyd's cancel) gives back what it had not started; a killed worker's
+leases run out after ``REDIS_LEASE`` seconds and any worker puts them back.
+"""
+
+from __future__ import annotations
+
+import logging
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet.defer import Deferred
+from twisted.internet.task import LoopingCall
+from twisted.python.threadpool import ThreadPool
+
+from topicspider.cluster import ClusterKeys, connect, redis_url
+from topicspider.cluster.frontier import Exchange, ExchangeResult, Outgoing, RedisFrontier, level_field, queue_order
+from topicspider.config import get_bool, get_float, get_int
+from topicspider.dupefilter import Verdict
+from topicspider.reactor_tools import in_thread, sleep
+from topicspider.signals import pages_durable, pages_flush_wanted
+from topicspider.scheduler import FrontierScheduler, level_of
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+TICK = 0.2  # seconds between rounds when nothing else asks for one
+ERROR_RETRY = 1.0
+SEEDS_PER_ROUND = 100
+CLOSE_WAIT = 30.0
+# Seconds with every local request held back, some for their level, and none given out,
+# after which a worker leases another batch: what they wait for may sit further down
+# the queue, behind what this worker holds.
+STUCK_AFTER = 2.0
+STORAGE_PIPELINE = "topicspider.pipelines.storage.StoragePipeline"
+
+
+class ClusterScheduler(FrontierScheduler):
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ClusterScheduler:
+        if not redis_url(crawler.settings):
+            raise NotConfigured("ClusterScheduler needs REDIS_URL")
+        scheduler = super().from_crawler(crawler)
+        scheduler._setup_cluster(crawler)
+        return scheduler
+
+    def _setup_cluster(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        # Redis holds the frontier; a JOBDIR keeps no queue of its own.
+        self.dqdir = None
+        self.prefetch = get_int(settings, "REDIS_PREFETCH")
+        self.lease = get_float(settings, "REDIS_LEASE")
+        self.flush_on_start = get_bool(settings, "SCHEDULER_FLUSH_ON_START")
+        assert crawler.spidercls is not None
+        self.keys = ClusterKeys.from_settings(settings, crawler.spidercls.name)
+        self.server = connect(settings)
+        self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-cluster")
+        self.outgoing: list[tuple[Outgoing, bytes | None, Request]] = []
+        self.claiming: set[bytes] = set()  # fingerprints in outgoing
+        self.lease_of: dict[Request, bytes] = {}  # leased requests held here -> their queue entry
+        self.given: set[Request] = set()  # leased requests handed to the engine
+        self.seed_urls: list[str] = []  # pulled from the start-URL list, for the spider
+        self.seeds_wanted = 0
+        self.remote_queued = 0  # in the shared queue at the last round
+        self.remote_leased = 0
+        self.remote_seeds = 0
+        # The level barrier across workers: per site, the deepest level asked about and
+        # the shallowest depth any worker still has queued or leased below it.
+        self.levels_checked: dict[Any, int] = {}
+        self.remote_shallowest: dict[Any, int] = {}
+        self.pumping = False
+        self.pump_again = False
+        self.last_renewal = monotonic()
+        self.last_given = monotonic()
+        self.closing = False
+        self.error_logged = False
+        self.logged_local_only = False
+        self.ticker = LoopingCall(self._kick)
+        # A finished request is acknowledged once its page is stored (pages_durable):
+        # acknowledged and then lost in a storage buffer, it would never be fetched again.
+        self.wait_for_storage = STORAGE_PIPELINE in build_component_list(settings.getwithbase("ITEM_PIPELINES"))
+        self.unstored: list[tuple[float, Request]] = []  # finished, page not yet durable
+        self.stored: list[Request] = []  # finished and durable: to acknowledge
+        crawler.signals.connect(self._pages_durable, signal=pages_durable)
+
+    def open(self, spider: Spider) -> Deferred[None] | None:
+        from scrapy_redis.queue import PriorityQueue
+
+        result = super().open(spider)
+        self.codec = PriorityQueue(self.server, spider, self.keys.queue)
+        self.frontier = RedisFrontier(self.server, self.keys, self.lease)
+        self.pool.start()
+        return deferred_from_coro(self._open(result))
+
+    async def _open(self, opened: Deferred[None] | None) -> None:
+        from scrapy.utils.defer import maybe_deferred_to_future
+
+        if opened is not None:
+            await maybe_deferred_to_future(opened)
+        if self.flush_on_start:
+            removed = await in_thread(self.pool, self.frontier.clear)
+            logger.info("SCHEDULER_FLUSH_ON_START: removed the %d Redis keys of %s", removed, self.keys.queue)
+        self.ticker.start(TICK, now=True)
+
+    # Requests in
+
+    def enqueue_request(self, request: Request) -> bool:
+        self._forget_download_slot(request)
+        fingerprint: bytes | None = None
+        if not (request.dont_filter or self.df.redirect_within_identity(request)):
+            fingerprint = self.df.fingerprint(request)
+            if fingerprint in self.claiming or self.df.verdict(fingerprint) is Verdict.SEEN:
+                self.df.log(request, self.spider)
+                return False
+        try:
+            data = self.codec._encode_request(request)
+        except Exception as exc:  # noqa: BLE001 - not serialisable: crawl it here, do not share it
+            self._keep_local(request, fingerprint, exc)
+            return True
+        host = self.downloader.get_slot_key(request)
+        site, depth = level_of(request)
+        order = queue_order(request.priority, depth, self.level_sync)
+        entry = Outgoing(fingerprint.hex() if fingerprint else "", host, order, level_field(site, depth), data)
+        self.outgoing.append((entry, fingerprint, request))
+        if fingerprint is not None:
+            self.claiming.add(fingerprint)
+        self._kick()
+        return True
+
+    def _keep_local(self, request: Request, fingerprint: bytes | None, exc: Exception) -> None:
+        self._count("scheduler/cluster/local_only")
+        if not self.logged_local_only:
+            logger.warning("Request %s cannot be encoded for Redis (%s): crawled by this worker only"
+                           " (further ones are only counted)", request, exc)
+            self.logged_local_only = True
+        if fingerprint is not None:
+            self.df.remember_elsewhere(fingerprint)
+        self._push_local(request)
+
+    def _push_local(self, request: Request) -> None:
+        self._mqpush(request)
+        self.waiting[level_of(request)] += 1
+
+    # Requests out
+
+    def next_request(self) -> Request | None:
+        request = super().next_request()
+        if request is not None:
+            self.last_given = monotonic()
+            if request in self.lease_of:
+                self.given.add(request)
+        if self.remote_queued and self._room() > self.prefetch // 2:
+            self._kick()
+        return request
+
+    def has_pending_requests(self) -> bool:
+        # Work queued in Redis keeps the engine asking; the buffer fills in the background.
+        return (super().has_pending_requests() or bool(self.outgoing) or self.pumping
+                or self.remote_queued > 0)
+
+    # The round trip
+
+    def _kick(self) -> None:
+        if self.pumping:
+            self.pump_again = True
+            return
+        self.pumping = True
+        deferred_from_coro(self._pump()).addErrback(
+            lambda failure: logger.error("Cluster frontier task failed: %s", failure.getTraceback()))
+
+    async def _pump(self) -> None:
+        try:
+            while True:
+                self.pump_again = False
+                work, sent, finished = self._next_exchange()
+                try:
+                    result = await in_thread(self.pool, self.frontier.exchange, work)
+                except Exception as exc:  # noqa: BLE001 - Redis failed: keep everything, try again
+                    self._failed(exc, sent, finished)
+                    await sleep(ERROR_RETRY)
+                    continue
+                self._apply(result, sent, finished)
+                if not self.pump_again or self.closing:
+                    return
+        finally:
+            self.pumping = False
+
+    def _next_exchange(self) -> tuple[Exchange, list[tuple[Outgoing, bytes | None, Request]], list[Request]]:
+        sent, self.outgoing = self.outgoing, []
+        self._collect_finished()
+        if self.unstored and self.held and self._held_for_level():
+            # Those pages' level holds back the next one until they are stored.
+            self.crawler.signals.send_catch_log(pages_flush_wanted)
+        finished, self.stored = self.stored, []
+        work = Exchange(outgoing=[entry for entry, _, _ in sent],
+                        finished=[(self.lease_of[request], level_field(*level_of(request))) for request in finished])
+        if monotonic() - self.last_renewal > self.lease / 4:
+            work.renew = list(self.lease_of.values())
+            self.last_renewal = monotonic()
+        if not self.closing:
+            work.wanted = self._wanted()
+            work.seeds_wanted, self.seeds_wanted = self.seeds_wanted, 0
+            if self.level_sync:
+                work.levels = self._level_fields()
+        return work, sent, finished
+
+    def _wanted(self) -> int:
+        """How many requests to lease now: enough to fill the buffer, counting held ones."""
+        wanted = self._room()
+        if (not wanted and not len(self.mqs) and self.remote_queued
+                and monotonic() - self.last_given > STUCK_AFTER and self._held_for_level()):
+            self._count("scheduler/cluster/stuck_leases")
+            self.last_given = monotonic()  # one more batch per STUCK_AFTER at most
+            return self.prefetch
+        return wanted
+
+    def _room(self) -> int:
+        """Free places in the local buffer; held requests count, up to REDIS_PREFETCH."""
+        return max(0, self.prefetch - len(self.mqs) - min(self.held_count, self.prefetch))
+
+    def _held_for_level(self) -> bool:
+        shallowest = self._shallowest_active()
+        return any(not self._level_allows(requests[0], shallowest) for requests in self.held.values())
+
+    def _deepest_held(self) -> dict[Any, int]:
+        deepest: dict[Any, int] = {}
+        for request in self.lease_of:
+            site, depth = level_of(request)
+            if site is not None and depth > deepest.get(site, 0):
+                deepest[site] = depth
+        return deepest
+
+    def _level_fields(self) -> list[str]:
+        """The level counts to read: every level above a leased request of this worker."""
+        return [level_field(site, depth) for site, deepest in self._deepest_held().items() for depth in range(deepest)]
+
+    def _collect_finished(self) -> None:
+        in_progress = self._in_progress()
+        finished = [request for request in self.given if request not in in_progress]
+        self.given.difference_update(finished)
+        if self.wait_for_storage and not self.closing:
+            now = monotonic()
+            self.unstored += [(now, request) for request in finished]
+        else:
+            self.stored += finished
+
+    def _pages_durable(self, before: float) -> None:
+        durable = 0
+        for finished_at, _ in self.unstored:
+            if finished_at >= before:
+                break
+            durable += 1
+        self.stored += [request for _, request in self.unstored[:durable]]
+        del self.unstored[:durable]
+
+    def _failed(self, exc: Exception, sent: list[tuple[Outgoing, bytes | None, Request]],
+                finished: list[Request]) -> None:
+        self._count("scheduler/cluster/errors")
+        if not self.error_logged:
+            logger.warning("Redis frontier unavailable (%s); retrying every %.0f s"
+                           " (further errors are only counted)", exc, ERROR_RETRY)
+            self.error_logged = True
+        self.outgoing = sent + self.outgoing
+        self.stored = finished + self.stored
+        self.last_renewal = 0.0
+
+    def _apply(self, result: ExchangeResult, sent: list[tuple[Outgoing, bytes | None, Request]],
+               finished: list[Request]) -> None:
+        for (_, fingerprint, request), claimed in zip(sent, result.claimed):
+            if fingerprint is not None:
+                self.claiming.discard(fingerprint)
+                self.df.remember_elsewhere(fingerprint)
+            if claimed:
+                self._count("scheduler/cluster/pushed")
+                self._count("scheduler/enqueued")
+            else:
+                self.df.log(request, self.spider)  # another worker queued it first
+        for request in finished:
+            del self.lease_of[request]
+        self._count("scheduler/cluster/acked", len(finished) - result.acked_late)
+        self._count("scheduler/cluster/acked_late", result.acked_late)
+        self._count("scheduler/cluster/reclaimed", result.reclaimed)
+        for data in result.popped:
+            self._take(data)
+        self.seed_urls += [raw.decode("utf-8", "replace") for raw in result.seeds]
+        self.remote_queued, self.remote_leased, self.remote_seeds = result.queued, result.leased, result.seeds_queued
+        levels_before = (self.levels_checked, self.remote_shallowest)
+        if result.levels:
+            self._read_levels(result.levels)
+        if self.level_sync and any(depth > self.levels_checked.get(site, 0)
+                                   for site, depth in self._deepest_held().items()):
+            self.pump_again = True  # new levels to ask about, at once
+        if result.popped or (self.levels_checked, self.remote_shallowest) != levels_before:
+            self._wake_engine()
+
+    def _read_levels(self, counts: dict[str, int]) -> None:
+        checked: dict[Any, int] = {}
+        shallowest: dict[Any, int] = {}
+        for site, deepest in self._deepest_held().items():
+            fields = [level_field(site, depth) for depth in range(deepest)]
+            if not all(name in counts for name in fields):
+                continue  # popped after the question was asked
+            checked[site] = deepest
+            pending = [depth for depth, name in enumerate(fields) if counts[name] > 0]
+            if pending:
+                shallowest[site] = pending[0]
+        self.levels_checked, self.remote_shallowest = checked, shallowest
+
+    def _shallowest_active(self) -> dict[Any, int]:
+        shallowest = super()._shallowest_active()
+        for site, depth in self.remote_shallowest.items():
+            if depth < shallowest.get(site, depth + 1):
+                shallowest[site] = depth
+        return shallowest
+
+    def _level_allows(self, request: Request, shallowest: dict[Any, int]) -> bool:  # type: ignore[override]
+        site, depth = level_of(request)
+        if depth > self.levels_checked.get(site, 0) and request in self.lease_of:
+            return False  # Redis has not yet been asked about the levels above it
+        return FrontierScheduler._level_allows(request, shallowest)
+
+    def _take(self, data: bytes) -> None:
+        try:
+            request = self.codec._decode_request(data)
+        except Exception as exc:  # noqa: BLE001 - a bad entry must not stop the crawl
+            self._count("scheduler/cluster/undecodable")
+            logger.error("Dropped a queue entry that cannot be decoded: %s", exc)
+            marker = _Undecodable(self._meta_of(data))
+            self.lease_of[marker] = data  # type: ignore[index]
+            self.given.add(marker)  # type: ignore[arg-type] # acknowledged with the next round
+            return
+        self._count("scheduler/cluster/popped")
+        self.lease_of[request] = data
+        self._push_local(request)
+
+    # Seeds and idleness, for the spider
+
+    def want_seeds(self) -> list[str]:
+        """Seed URLs pulled from the start-URL list since the last call; asks for more."""
+        urls, self.seed_urls = self.seed_urls, []
+        self.seeds_wanted = SEEDS_PER_ROUND
+        self._kick()
+        return urls
+
+    def cluster_idle(self) -> bool:
+        """Nothing queued or leased anywhere, no seed waiting, nothing local in flight,
+        as of the last round."""
+        return not (self.remote_queued or self.remote_leased or self.remote_seeds or self.seed_urls
+                    or self.outgoing or self.lease_of or len(self.mqs) or self.held_count)
+
+    # Closing
+
+    async def _close(self, reason: str) -> None:
+        self.closing = True
+        if self.ticker.running:
+            self.ticker.stop()
+        deadline = monotonic() + CLOSE_WAIT
+        # The pipelines have closed: every finished page is stored, spilled or counted lost.
+        self.stored += [request for _, request in self.unstored]
+        self.unstored.clear()
+        while (self.pumping or self.outgoing or self.given or self.stored) and monotonic() < deadline:
+            if not self.pumping:
+                self._kick()
+            await sleep(0.01)
+        unstarted = [data for request, data in self.lease_of.items() if request not in self.given]
+        self._count("scheduler/cluster/unacked", len(self.lease_of) - len(unstarted))
+        try:
+            await in_thread(self.pool, self.frontier.give_back, unstarted)
+            self._count("scheduler/cluster/given_back", len(unstarted))
+        except Exception as exc:  # noqa: BLE001 - their leases run out and others take them
+            logger.warning("Could not give %d requests back to Redis (%s); they return when their leases"
+                           " run out (REDIS_LEASE)", len(unstarted), exc)
+        if self.outgoing:
+            logger.error("%d new requests could not be queued in Redis at close", len(self.outgoing))
+            self._count("scheduler/cluster/lost", len(self.outgoing))
+        self.lease_of.clear()
+        # The local buffer was Redis's; nothing of it goes to a JOBDIR.
+        self.held.clear()
+        self.held_count = 0
+        while self.mqs.pop() is not None:
+            pass
+        self.pool.stop()
+        await super()._close(reason)
+
+
+    def _meta_of(self, data: bytes) -> dict[str, Any]:
+        try:
+            return dict(self.codec.serializer.loads(data)["meta"])
+        except Exception:  # noqa: BLE001 - its level count stays; logged with the entry
+            return {}
+
+
+class _Undecodable:
+    """Stands for a queue entry that could not be read, acknowledged like a finished request."""
+
+    def __init__(self, meta: dict[str, Any]) -> None:
+        self.meta = meta
