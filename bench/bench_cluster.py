@@ -52,6 +52,7 @@ from common import REPO, BenchFailure, header_lines, run_in_scratch
 sys.path.insert(0, str(REPO))
 
 from topicspider.localsite import generate_site, spawn  # noqa: E402
+from topicspider.middlewares.clusterpacing import HANDOFF_MARGIN  # noqa: E402
 from topicspider.runner import crawl_command, project_env  # noqa: E402
 
 TOLERANCE = 0.010
@@ -69,7 +70,7 @@ class Config:
 
     def bounds(self, workers: int) -> str:
         worker_bound = workers * self.concurrency / self.latency
-        polite_bound = min(self.hosts / self.delay, self.hosts * 2 / self.latency)
+        polite_bound = min(self.hosts / (self.delay + HANDOFF_MARGIN), self.hosts * 2 / self.latency)
         return f"worker bound {worker_bound:.0f}/s, politeness bound {polite_bound:.0f}/s"
 
 
@@ -99,8 +100,8 @@ def start_hosts(config: Config, scratch: Path, first_address: int) -> list[Host]
     return hosts
 
 
-def settings_for(config: Config, redis_url: str, prefix: str) -> dict[str, object]:
-    return {
+def settings_for(config: Config, redis_url: str, prefix: str, extra: dict[str, str]) -> dict[str, object]:
+    return {**extra, 
         "REDIS_URL": redis_url, "SCHEDULER_QUEUE_KEY": f"{prefix}:requests",
         "SCHEDULER_DUPEFILTER_KEY": f"{prefix}:dupefilter", "REDIS_START_URLS_KEY": f"{prefix}:start_urls",
         "DOWNLOAD_DELAY": config.delay, "DOWNLOAD_DELAY_JITTER": 0, "CONCURRENT_REQUESTS": config.concurrency,
@@ -109,9 +110,9 @@ def settings_for(config: Config, redis_url: str, prefix: str) -> dict[str, objec
 
 
 def run_workers(config: Config, workers: int, hosts: list[Host], scratch: Path, redis_url: str,
-                timeout: float) -> float:
+                timeout: float, extra: dict[str, str]) -> float:
     prefix = f"bench-cluster-{secrets.token_hex(4)}"
-    settings = settings_for(config, redis_url, prefix)
+    settings = settings_for(config, redis_url, prefix, extra)
     skips = [len(host.requests(0)) for host in hosts]
     processes = []
     for number in range(workers):
@@ -175,8 +176,10 @@ def benchmark(options: argparse.Namespace, scratch: Path) -> None:
         Config("polite", 2, options.pages, 0.2, options.latency, options.concurrency),
     ]
     print("\n".join(header_lines("topicspider distributed crawl scaling", ["scrapy", "scrapy-redis", "redis"])))
-    print(f"  redis         {options.redis}; rounds {options.rounds}")
+    print(f"  redis         {options.redis}; rounds {options.rounds}; extra settings {options.set or 'none'}")
     for config in configs:
+        if options.only and config.name != options.only:
+            continue
         print(f"\n{config.name}: {config.hosts} hosts x {config.pages} pages, delay {config.delay} s, latency"
               f" {config.latency} s, CONCURRENT_REQUESTS {config.concurrency} per worker")
         hosts = start_hosts(config, scratch, options.first_address)
@@ -184,7 +187,8 @@ def benchmark(options: argparse.Namespace, scratch: Path) -> None:
         try:
             for round_ in range(options.rounds):
                 for count in WORKER_COUNTS:
-                    rate = run_workers(config, count, hosts, scratch, options.redis, options.timeout)
+                    rate = run_workers(config, count, hosts, scratch, options.redis, options.timeout,
+                                       dict(item.split("=", 1) for item in options.set))
                     rates[count].append(rate)
                     print(f"  round {round_ + 1}: {count} worker(s) {rate:7.1f} pages/s ({config.bounds(count)})",
                           flush=True)
@@ -209,6 +213,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=4, help="CONCURRENT_REQUESTS per worker (default 4)")
     parser.add_argument("--first-address", type=int, default=40, help="first host is 127.0.0.N (default 40)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per run")
+    parser.add_argument("--only", default="", help="run only this configuration (workers or polite)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a further setting for every worker (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     return parser.parse_args(argv)
 

@@ -64,10 +64,13 @@ class Worker:
             return {urlsplit(url).path or "/" for (url,) in connection.execute("SELECT url FROM pages")}
 
 
-def finish(workers: list[Worker]) -> None:
+def finish(workers: list[Worker], clean: bool = True) -> None:
+    """Wait for every worker: each must succeed, and, if ``clean``, log no error."""
     codes = [worker.wait() for worker in workers]
     for worker, code in zip(workers, codes):
         assert code == 0, worker.log()[-3000:]
+        errors = [line for line in worker.log().splitlines() if " ERROR: " in line]
+        assert not clean or not errors, errors[:5]
 
 
 def page_paths(site: Any) -> list[str]:
@@ -128,6 +131,7 @@ def test_leases_are_acknowledged_renewed_and_reclaimed(frontier: RedisFrontier, 
     time.sleep(0.3)
     back = frontier.exchange(Exchange(wanted=1))
     assert back.reclaimed == 1 and back.popped == [b"y"]
+    assert frontier.exchange(Exchange(renew=[b"y", b"x"])).lost == [b"x"]  # acknowledged, not held
     # A late acknowledgement takes a reclaimed request off the queue, and counts it once.
     short.exchange(Exchange(renew=[b"y"]))
     time.sleep(0.3)
@@ -142,6 +146,14 @@ def test_under_the_level_barrier_a_retry_stays_in_its_level() -> None:
     assert queue_order(priority=-2, depth=1, by_level=False) == queue_order(priority=-2, depth=2, by_level=False)
 
 
+def test_seeds_taken_but_not_used_go_back_first(frontier: RedisFrontier) -> None:
+    frontier.push_seeds(["http://a/", "http://b/", "http://c/"])
+    taken = frontier.exchange(Exchange(seeds_wanted=2)).seeds
+    assert taken == [b"http://a/", b"http://b/"]
+    frontier.return_seeds([url.decode() for url in taken])
+    assert frontier.exchange(Exchange(seeds_wanted=5)).seeds == [b"http://a/", b"http://b/", b"http://c/"]
+
+
 def test_give_back_returns_leased_requests_in_their_place(frontier: RedisFrontier) -> None:
     frontier.exchange(Exchange(outgoing=[entry("shallow", priority=0), entry("deep", priority=-3)]))
     frontier.exchange(Exchange(wanted=1))
@@ -150,19 +162,22 @@ def test_give_back_returns_leased_requests_in_their_place(frontier: RedisFrontie
 
 
 def test_host_tickets_space_starts_and_cap_requests_in_flight(redis_crawl: RedisCrawl) -> None:
-    tickets = HostTickets(redis_crawl.client, ticket_lifetime=60.0)
+    tickets = HostTickets(redis_crawl.client)
     host = "127.0.0.9"
-    assert tickets.acquire(host, 0.5, 2, "w1:1") is None
-    wait = tickets.acquire(host, 0.5, 2, "w2:1")
+    assert tickets.acquire(host, 0.5, 2, "w1:1", 60) is None
+    wait = tickets.acquire(host, 0.5, 2, "w2:1", 60)
     assert wait is not None and 0.3 < wait <= 0.5
-    assert tickets.acquire(host, 0.0, 2, "w2:2") is not None  # the next start is still 0.5 s after the first
+    assert tickets.acquire(host, 0.0, 2, "w2:2", 60) is not None  # the next start is still 0.5 s after the first
     time.sleep(wait)
-    assert tickets.acquire(host, 0.0, 2, "w2:1") is None
-    assert tickets.acquire(host, 0.0, 2, "w3:1") == -1  # two in flight
+    assert tickets.acquire(host, 0.0, 2, "w2:1", 0.5) is None
+    assert tickets.acquire(host, 0.0, 2, "w3:1", 60) == -1  # two in flight
     tickets.release(host, "w1:1")
-    assert tickets.acquire(host, 0.0, 2, "w3:1") is None
+    assert tickets.acquire(host, 0.0, 2, "w3:1", 60) is None
+    assert tickets.acquire(host, 0.0, 2, "w4:1", 60) == -1
+    time.sleep(0.6)  # w2:1's worker died: its ticket runs out
+    assert tickets.acquire(host, 0.0, 2, "w4:1", 60) is None
     tickets.pause(host, 1.0)
-    paused = tickets.acquire(host, 0.0, 5, "w3:2")
+    paused = tickets.acquire(host, 0.0, 5, "w3:2", 60)
     assert paused is not None and paused > 0.8
 
 
@@ -234,6 +249,16 @@ def test_a_retried_page_keeps_its_level_and_nothing_waits_for_it_forever(tmp_pat
     assert time.monotonic() - started < 60
 
 
+def test_without_the_level_barrier_workers_crawl_by_priority_alone(tmp_path, serve, redis_crawl):
+    depths = generate_site(tmp_path / "site", 40, 3, seed=5)
+    site = serve(tmp_path / "site")
+    workers = [Worker(tmp_path / f"w{n}", redis_crawl, f"{site.url}/", depth=20, DOWNLOAD_DELAY=0,
+                      SCHEDULER_LEVEL_SYNC=False, REDIS_PREFETCH=4) for n in range(2)]
+    finish(workers)
+    requested = Counter(page_paths(site))
+    assert set(requested) == set(depths) and max(requested.values()) == 1
+
+
 def wait_for_requests(site: Any, count: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while len(page_paths(site)) < count:
@@ -288,7 +313,7 @@ def test_bad_seeds_in_the_start_list_are_counted_not_fatal(tmp_path, serve, redi
     key = f"{redis_crawl.prefix}:start_urls"
     redis_crawl.client.rpush(key, "not a url", json.dumps({"url": f"{site.url}/"}), "ftp://x/")
     worker = Worker(tmp_path / "w", redis_crawl, depth=1)
-    finish([worker])
+    finish([worker], clean=False)
     assert worker.stats["seeds/bad_redis_message"] == 2
     assert worker.stats["seeds/from_redis"] == 1
     assert worker.stored_paths()

@@ -257,9 +257,13 @@ class FrontierScheduler(Scheduler):
                 concurrency, delay, transferring = downloader.domain_concurrency, self.default_delay, 0
             else:
                 concurrency, delay, transferring = slot.concurrency, slot.delay, len(slot.transferring)
-            if count >= concurrency or (delay > 0 and count > transferring):
+            if count >= concurrency or (self._host_delay(delay) > 0 and count > transferring):
                 busy.add(host)
         return busy
+
+    def _host_delay(self, slot_delay: float) -> float:
+        """A host's delay, as its downloader slot has it."""
+        return slot_delay
 
     def _shallowest_active(self) -> dict[Any, int]:
         """Per site, the smallest depth still queued, held, downloading or parsing."""

@@ -27,10 +27,13 @@ SCHEMES = ("redis", "rediss", "unix")
 QUEUE_KEY = "%(spider)s:requests"
 DUPEFILTER_KEY = "%(spider)s:dupefilter"
 START_URLS_KEY = "%(name)s:start_urls"
-#: Per-host politeness state, shared by every crawl on one Redis server: two crawls of
-#: one host are polite together.
+#: Per-host politeness state, shared by every crawl on one Redis database: two crawls
+#: of one host are polite together.
 HOST_KEY_PREFIX = "topicspider:host:"
-CONNECT_TIMEOUT = 10.0
+#: Set in a request's meta by a component that gave up on it without crawling it (the
+#: page pool failed, Redis was gone while closing): the cluster scheduler gives it back
+#: to the shared queue instead of acknowledging it.
+GIVE_BACK_META = "cluster_give_back"
 
 
 def redis_url(settings: BaseSettings) -> str:
@@ -54,13 +57,17 @@ def check_redis_url(url: str) -> None:
         raise ConfigError(f"REDIS_URL {mask_url(url)!r}: the database must be a number, got {database!r}")
 
 
-def connect(settings: BaseSettings) -> Any:
+def connect(settings: BaseSettings, retries: bool = True) -> Any:
     """A redis-py client for ``REDIS_URL`` (and ``REDIS_PARAMS``), through scrapy-redis;
-    replies are bytes."""
+    replies are bytes. Without ``retries``, a failed command is not sent again by redis-py."""
     from scrapy_redis.connection import get_redis_from_settings
 
     client = get_redis_from_settings(settings)
-    client.connection_pool.connection_kwargs.setdefault("socket_connect_timeout", CONNECT_TIMEOUT)
+    if not retries:
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        client.connection_pool.connection_kwargs.update(retry=Retry(NoBackoff(), 0), retry_on_timeout=False)
     return client
 
 

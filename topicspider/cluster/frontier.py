@@ -4,7 +4,7 @@ each URL, round robin among hosts, and leases so that no request is lost when a 
 Pure Redis logic, no Scrapy engine: every method makes blocking calls and runs on a
 worker thread (:class:`topicspider.cluster.scheduler.ClusterScheduler` calls it). The
 whole exchange of one round (new requests, finished ones, leases to renew, requests
-wanted) is one pipelined round trip.
+wanted) is one pipeline (two round trips: redis-py checks the script cache first).
 
 * **Claim.** A new request's fingerprint is added to the crawl's set (``SADD``) and, only
   if it was not there, its encoded request to the queue, in one script: two workers
@@ -46,8 +46,8 @@ for i = 1, #ARGV, 5 do
     local order = tonumber(ARGV[i + 2])
     local rank = redis.call('HINCRBY', KEYS[3], ARGV[i + 1] .. '|' .. ARGV[i + 2], 1)
     if rank > %(rank_limit)d then rank = %(rank_limit)d end
-    redis.call('ZADD', KEYS[2], order * 1000000 + rank, ARGV[i + 4])
-    if ARGV[i + 3] ~= '' then redis.call('HINCRBY', KEYS[4], ARGV[i + 3], 1) end
+    local queued = redis.call('ZADD', KEYS[2], order * 1000000 + rank, ARGV[i + 4])
+    if queued == 1 and ARGV[i + 3] ~= '' then redis.call('HINCRBY', KEYS[4], ARGV[i + 3], 1) end
   end
   claimed[#claimed + 1] = added
 end
@@ -113,15 +113,16 @@ end
 return #ARGV
 """
 
-# KEYS: leases. ARGV: lease seconds, data, ... Extends leases still held.
+# KEYS: leases. ARGV: lease seconds, data, ... Extends leases still held; returns those
+# no longer held (run out and put back while this worker could not renew them).
 RENEW = """
 local t = redis.call('TIME')
 local expiry = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
-local renewed = 0
+local lost = {}
 for i = 2, #ARGV do
-  renewed = renewed + redis.call('ZADD', KEYS[1], 'XX', 'CH', expiry, ARGV[i])
+  if redis.call('ZADD', KEYS[1], 'XX', 'CH', expiry, ARGV[i]) == 0 then lost[#lost + 1] = ARGV[i] end
 end
-return renewed
+return lost
 """
 
 
@@ -163,6 +164,7 @@ class ExchangeResult:
     claimed: list[bool]
     acked_late: int  # finished requests whose lease had already run out
     renewed: int
+    lost: list[bytes]  # leases asked to renew that had run out
     reclaimed: int
     popped: list[bytes]
     seeds: list[bytes]
@@ -209,19 +211,24 @@ class RedisFrontier:
         replies = pipe.execute()
         claimed = [bool(flag) for flag in replies.pop(0)] if work.outgoing else []
         held = replies.pop(0) if work.finished else len(work.finished)
-        renewed = replies.pop(0) if work.renew else 0
+        lost = list(replies.pop(0)) if work.renew else []
         reclaimed, popped = replies.pop(0)
         seeds = (replies.pop(0) or []) if work.seeds_wanted else []
         counts = replies.pop(0) if work.levels else []
         queued, leased, seeds_queued = replies
         levels = {name: int(count or 0) for name, count in zip(work.levels, counts)}
-        return ExchangeResult(claimed, len(work.finished) - held, renewed, reclaimed, list(popped), list(seeds),
-                              queued, leased, seeds_queued, levels)
+        return ExchangeResult(claimed, len(work.finished) - held, len(work.renew) - len(lost), lost, reclaimed,
+                              list(popped), list(seeds), queued, leased, seeds_queued, levels)
 
     def give_back(self, data: list[bytes]) -> None:
         """Return leased requests to the queue, unstarted."""
         if data:
             self._give_back(keys=[self.keys.queue, self.keys.leases, self.keys.scores], args=data)
+
+    def return_seeds(self, urls: list[str]) -> None:
+        """Put seeds taken but not used back at the head of the start-URL list."""
+        if urls:
+            self.server.lpush(self.keys.start_urls, *reversed(urls))
 
     def push_seeds(self, urls: list[str]) -> int:
         """Append ``urls`` to the start-URL list; its length after."""

@@ -47,9 +47,8 @@ KEY_LIFETIME = 3600
 
 
 class HostTickets:
-    def __init__(self, server: Any, ticket_lifetime: float) -> None:
+    def __init__(self, server: Any) -> None:
         self.server = server
-        self.ticket_lifetime = ticket_lifetime
         self._acquire = server.register_script(ACQUIRE)
         self._pause = server.register_script(PAUSE)
 
@@ -57,15 +56,16 @@ class HostTickets:
     def _keys(host: str) -> list[str]:
         return [f"{HOST_KEY_PREFIX}{host}", f"{HOST_KEY_PREFIX}{host}:flight"]
 
-    def _lifetime(self, seconds: float) -> int:
-        return int(KEY_LIFETIME + seconds + self.ticket_lifetime)
+    @staticmethod
+    def _lifetime(seconds: float) -> int:
+        return int(KEY_LIFETIME + seconds)
 
-    def acquire(self, host: str, delay: float, limit: int, ticket: str) -> float | None:
-        """Take a place on ``host`` and push its next start ``delay`` seconds on; None
-        when taken, else the seconds to wait before asking again (-1: the host has
-        ``limit`` requests in flight)."""
+    def acquire(self, host: str, delay: float, limit: int, ticket: str, lifetime: float) -> float | None:
+        """Take a place on ``host`` for at most ``lifetime`` seconds and push its next
+        start ``delay`` seconds on; None when taken, else the seconds to wait before
+        asking again (-1: the host has ``limit`` requests in flight)."""
         wait = float(self._acquire(keys=self._keys(host),
-                                   args=[delay, limit, ticket, self.ticket_lifetime, self._lifetime(delay)]))
+                                   args=[delay, limit, ticket, lifetime, self._lifetime(delay + lifetime)]))
         return None if wait == 0 else wait
 
     def release(self, host: str, ticket: str) -> None:

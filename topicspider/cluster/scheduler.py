@@ -347,7 +347,7 @@ class ClusterScheduler(FrontierScheduler):
 
     def _level_allows(self, request: Request, shallowest: dict[Any, int]) -> bool:  # type: ignore[override]
         site, depth = level_of(request)
-        if depth > self.levels_checked.get(site, 0) and request in self.lease_of:
+        if self.level_sync and depth > self.levels_checked.get(site, 0) and request in self.lease_of:
             return False  # Redis has not yet been asked about the levels above it
         return FrontierScheduler._level_allows(request, shallowest)
 

@@ -70,7 +70,7 @@ class StoragePipeline:
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-storage")
         self.store: Store | None = None
         self.flusher = LoopingCall(self._timed_flush)
-        crawler.signals.connect(self._timed_flush, signal=pages_flush_wanted)
+        crawler.signals.connect(self._flush_wanted, signal=pages_flush_wanted)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
@@ -96,6 +96,10 @@ class StoragePipeline:
 
     def _timed_flush(self) -> Deferred[None]:
         return deferred_from_coro(self.flush())
+
+    def _flush_wanted(self) -> None:
+        # A signal handler may not return a Deferred; flush() logs its own failures.
+        self._timed_flush()
 
     async def flush(self) -> None:
         started = monotonic()

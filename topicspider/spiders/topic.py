@@ -42,7 +42,7 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from topicspider.analysis import Page, PageAnalysis, PageRules
-from topicspider.cluster import redis_url
+from topicspider.cluster import GIVE_BACK_META, redis_url
 from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds
 from topicspider.focus import TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments
 from topicspider.items import PageItem
@@ -291,6 +291,8 @@ class TopicSpider(scrapy.Spider):
         try:
             analysis = await self.pages.analyse(self._page(response, site, depth))
         except PagePoolFailed as exc:
+            # Not read: in a distributed crawl another worker should have it.
+            response.meta[GIVE_BACK_META] = True
             self.logger.error("topicspider: error: %s", exc)
             raise CloseSpider("page_analysis_failed") from None
         except PageLost as exc:
