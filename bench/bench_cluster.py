@@ -18,8 +18,8 @@ worker bound by CPU cannot show what another machine would add. Each worker is i
 bound by ``CONCURRENT_REQUESTS`` (``--concurrency``, 4) against the servers' latency, the
 way one machine is bound by its own capacity: one worker can do at most concurrency /
 latency pages per second (40). The politeness bound of the whole crawl is hosts /
-delay starts per second, and hosts * ``CONCURRENT_REQUESTS_PER_DOMAIN`` / latency in
-flight (240 each, with the defaults), so while hosts outnumber workers, throughput
+(delay + the 20 ms hand-off margin) starts per second (171), and hosts *
+``CONCURRENT_REQUESTS_PER_DOMAIN`` / latency in flight (240), so while hosts outnumber workers, throughput
 should grow near-linearly with the workers. A second configuration has 2 hosts and a
 delay of 0.2 s, where politeness is the bound: more workers must not make it faster.
 
