@@ -10,7 +10,8 @@ and those of :class:`topicspider.scheduler.FrontierScheduler`. Stats:
 ``scheduler/cluster/acked_late``, ``scheduler/cluster/given_back``,
 ``scheduler/cluster/reclaimed``, ``scheduler/cluster/errors``,
 ``scheduler/cluster/local_only``, ``scheduler/cluster/undecodable``, ``scheduler/cluster/lost``,
-``scheduler/cluster/unacked``, ``scheduler/cluster/stuck_leases``.
+``scheduler/cluster/unacked``, ``scheduler/cluster/stuck_leases``,
+``scheduler/cluster/disowned``.
 
 scrapy-redis's own scheduler makes a synchronous Redis call on the reactor thread for
 every request queued and every request asked for, and loses what a killed worker had
@@ -42,11 +43,11 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 from twisted.python.threadpool import ThreadPool
 
-from topicspider.cluster import ClusterKeys, connect, redis_url
+from topicspider.cluster import GIVE_BACK_META, ClusterKeys, connect, redis_url
 from topicspider.cluster.frontier import Exchange, ExchangeResult, Outgoing, RedisFrontier, level_field, queue_order
 from topicspider.config import get_bool, get_float, get_int
 from topicspider.dupefilter import Verdict
-from topicspider.reactor_tools import in_thread, sleep
+from topicspider.reactor_tools import call_later, in_thread, sleep
 from topicspider.signals import pages_durable, pages_flush_wanted
 from topicspider.scheduler import FrontierScheduler, level_of
 
@@ -57,6 +58,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TICK = 0.2  # seconds between rounds when nothing else asks for one
+# ... and while requests here wait for other workers to finish their level: the sooner
+# this worker sees it done, the sooner they go.
+LEVEL_TICK = 0.05
 ERROR_RETRY = 1.0
 SEEDS_PER_ROUND = 100
 CLOSE_WAIT = 30.0
@@ -64,6 +68,7 @@ CLOSE_WAIT = 30.0
 # after which a worker leases another batch: what they wait for may sit further down
 # the queue, behind what this worker holds.
 STUCK_AFTER = 2.0
+STUCK_HELD_LIMIT = 4  # ... but never past this many times REDIS_PREFETCH held
 STORAGE_PIPELINE = "topicspider.pipelines.storage.StoragePipeline"
 
 
@@ -85,12 +90,16 @@ class ClusterScheduler(FrontierScheduler):
         self.flush_on_start = get_bool(settings, "SCHEDULER_FLUSH_ON_START")
         assert crawler.spidercls is not None
         self.keys = ClusterKeys.from_settings(settings, crawler.spidercls.name)
-        self.server = connect(settings)
+        # No automatic retries: a pipeline run twice would lease a batch to nobody.
+        self.server = connect(settings, retries=False)
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-cluster")
         self.outgoing: list[tuple[Outgoing, bytes | None, Request]] = []
         self.claiming: set[bytes] = set()  # fingerprints in outgoing
         self.lease_of: dict[Request, bytes] = {}  # leased requests held here -> their queue entry
-        self.given: set[Request] = set()  # leased requests handed to the engine
+        self.given: set[Request] = set()  # leased requests handed to the engine, not finished
+        self.started: set[Request] = set()  # leased requests ever handed to the engine
+        self.disowned: set[Request] = set()  # buffered, but the lease was lost: not to be given out
+        self.returning: list[Request] = []  # started but not crawled: back to the queue at close
         self.seed_urls: list[str] = []  # pulled from the start-URL list, for the spider
         self.seeds_wanted = 0
         self.remote_queued = 0  # in the shared queue at the last round
@@ -113,6 +122,7 @@ class ClusterScheduler(FrontierScheduler):
         self.wait_for_storage = STORAGE_PIPELINE in build_component_list(settings.getwithbase("ITEM_PIPELINES"))
         self.unstored: list[tuple[float, Request]] = []  # finished, page not yet durable
         self.stored: list[Request] = []  # finished and durable: to acknowledge
+        self.flush_asked = False
         crawler.signals.connect(self._pages_durable, signal=pages_durable)
 
     def open(self, spider: Spider) -> Deferred[None] | None:
@@ -177,12 +187,20 @@ class ClusterScheduler(FrontierScheduler):
 
     def next_request(self) -> Request | None:
         request = super().next_request()
+        while request is not None and request in self.disowned:
+            # Its lease ran out (Redis was away too long): the queue has it again.
+            self.disowned.discard(request)
+            del self.lease_of[request]
+            self._count("scheduler/cluster/disowned")
+            request = super().next_request()
         if request is not None:
             self.last_given = monotonic()
             if request in self.lease_of:
                 self.given.add(request)
+                self.started.add(request)
         if self.remote_queued and self._room() > self.prefetch // 2:
-            self._kick()
+            # Not now: the engine marks the request in progress only after this returns.
+            call_later(0, self._kick)
         return request
 
     def has_pending_requests(self) -> bool:
@@ -220,8 +238,9 @@ class ClusterScheduler(FrontierScheduler):
     def _next_exchange(self) -> tuple[Exchange, list[tuple[Outgoing, bytes | None, Request]], list[Request]]:
         sent, self.outgoing = self.outgoing, []
         self._collect_finished()
-        if self.unstored and self.held and self._held_for_level():
+        if self.unstored and not self.flush_asked and self.held and self._held_for_level():
             # Those pages' level holds back the next one until they are stored.
+            self.flush_asked = True
             self.crawler.signals.send_catch_log(pages_flush_wanted)
         finished, self.stored = self.stored, []
         work = Exchange(outgoing=[entry for entry, _, _ in sent],
@@ -240,11 +259,17 @@ class ClusterScheduler(FrontierScheduler):
         """How many requests to lease now: enough to fill the buffer, counting held ones."""
         wanted = self._room()
         if (not wanted and not len(self.mqs) and self.remote_queued
+                and self.held_count < STUCK_HELD_LIMIT * self.prefetch
                 and monotonic() - self.last_given > STUCK_AFTER and self._held_for_level()):
             self._count("scheduler/cluster/stuck_leases")
             self.last_given = monotonic()  # one more batch per STUCK_AFTER at most
             return self.prefetch
         return wanted
+
+    def _host_delay(self, slot_delay: float) -> float:
+        # The slot's own delay is 0 here (the cluster's ticket does the waiting), but a
+        # host with a request waiting for its ticket must get no other meanwhile.
+        return max(slot_delay, self.default_delay)
 
     def _room(self) -> int:
         """Free places in the local buffer; held requests count, up to REDIS_PREFETCH."""
@@ -270,6 +295,10 @@ class ClusterScheduler(FrontierScheduler):
         in_progress = self._in_progress()
         finished = [request for request in self.given if request not in in_progress]
         self.given.difference_update(finished)
+        if any(request.meta.get(GIVE_BACK_META) for request in finished):
+            # Not crawled here (this worker is failing or closing): others may, so no ack.
+            self.returning += [request for request in finished if request.meta.get(GIVE_BACK_META)]
+            finished = [request for request in finished if not request.meta.get(GIVE_BACK_META)]
         if self.wait_for_storage and not self.closing:
             now = monotonic()
             self.unstored += [(now, request) for request in finished]
@@ -277,6 +306,7 @@ class ClusterScheduler(FrontierScheduler):
             self.stored += finished
 
     def _pages_durable(self, before: float) -> None:
+        self.flush_asked = False
         durable = 0
         for finished_at, _ in self.unstored:
             if finished_at >= before:
@@ -284,6 +314,8 @@ class ClusterScheduler(FrontierScheduler):
             durable += 1
         self.stored += [request for _, request in self.unstored[:durable]]
         del self.unstored[:durable]
+        if durable:
+            self._kick()  # acknowledge them now: other workers' levels may wait for them
 
     def _failed(self, exc: Exception, sent: list[tuple[Outgoing, bytes | None, Request]],
                 finished: list[Request]) -> None:
@@ -309,9 +341,14 @@ class ClusterScheduler(FrontierScheduler):
                 self.df.log(request, self.spider)  # another worker queued it first
         for request in finished:
             del self.lease_of[request]
+            self.started.discard(request)
         self._count("scheduler/cluster/acked", len(finished) - result.acked_late)
         self._count("scheduler/cluster/acked_late", result.acked_late)
         self._count("scheduler/cluster/reclaimed", result.reclaimed)
+        if result.lost:
+            lost = set(result.lost)
+            self.disowned.update(request for request, data in self.lease_of.items()
+                                 if data in lost and request not in self.started)
         for data in result.popped:
             self._take(data)
         self.seed_urls += [raw.decode("utf-8", "replace") for raw in result.seeds]
@@ -324,6 +361,8 @@ class ClusterScheduler(FrontierScheduler):
             self.pump_again = True  # new levels to ask about, at once
         if result.popped or (self.levels_checked, self.remote_shallowest) != levels_before:
             self._wake_engine()
+        if self.level_sync and self.held_count and not self.pump_again and self._held_for_level():
+            call_later(LEVEL_TICK, self._kick)
 
     def _read_levels(self, counts: dict[str, int]) -> None:
         checked: dict[Any, int] = {}
@@ -394,7 +433,8 @@ class ClusterScheduler(FrontierScheduler):
             if not self.pumping:
                 self._kick()
             await sleep(0.01)
-        unstarted = [data for request, data in self.lease_of.items() if request not in self.given]
+        unstarted = [data for request, data in self.lease_of.items()
+                     if request not in self.started or request in self.returning]
         self._count("scheduler/cluster/unacked", len(self.lease_of) - len(unstarted))
         try:
             await in_thread(self.pool, self.frontier.give_back, unstarted)
@@ -402,6 +442,12 @@ class ClusterScheduler(FrontierScheduler):
         except Exception as exc:  # noqa: BLE001 - their leases run out and others take them
             logger.warning("Could not give %d requests back to Redis (%s); they return when their leases"
                            " run out (REDIS_LEASE)", len(unstarted), exc)
+        if self.seed_urls:
+            try:
+                await in_thread(self.pool, self.frontier.return_seeds, self.seed_urls)
+                self.seed_urls = []
+            except Exception as exc:  # noqa: BLE001 - logged with their count
+                logger.error("Could not return %d seeds to the Redis start list (%s)", len(self.seed_urls), exc)
         if self.outgoing:
             logger.error("%d new requests could not be queued in Redis at close", len(self.outgoing))
             self._count("scheduler/cluster/lost", len(self.outgoing))
