@@ -118,20 +118,16 @@ class LRUDupeFilter(BaseDupeFilter):
 
     def remember(self, fingerprint: bytes, url: str = "", depth: int = 0) -> None:
         """Record a new fingerprint; the store gets it with the next flush."""
-        self.lru[fingerprint] = None
         self.unflushed[fingerprint] = SeenURL(fingerprint, url, depth)
-        self._evict()
+        self.remember_in_lru(fingerprint)
         if len(self.unflushed) >= self.flush_size and not self.flush_pending:
             self._start_flush()
 
-    def remember_elsewhere(self, fingerprint: bytes) -> None:
-        """Record a fingerprint whose exact store is elsewhere (the distributed crawl's
-        Redis set): memory only."""
+    def remember_in_lru(self, fingerprint: bytes) -> None:
+        """Record a fingerprint in the LRU alone: its exact store is elsewhere (the
+        distributed crawl's Redis set), or it is on its way there."""
         self.lru[fingerprint] = None
         self.lru.move_to_end(fingerprint)
-        self._evict()
-
-    def _evict(self) -> None:
         while len(self.lru) > self.capacity:
             self.lru.popitem(last=False)
             self.store_may_know = True

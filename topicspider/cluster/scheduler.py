@@ -176,7 +176,7 @@ class ClusterScheduler(FrontierScheduler):
                            " (further ones are only counted)", request, exc)
             self.logged_local_only = True
         if fingerprint is not None:
-            self.df.remember_elsewhere(fingerprint)
+            self.df.remember_in_lru(fingerprint)
         self._push_local(request)
 
     def _push_local(self, request: Request) -> None:
@@ -333,7 +333,7 @@ class ClusterScheduler(FrontierScheduler):
         for (_, fingerprint, request), claimed in zip(sent, result.claimed):
             if fingerprint is not None:
                 self.claiming.discard(fingerprint)
-                self.df.remember_elsewhere(fingerprint)
+                self.df.remember_in_lru(fingerprint)
             if claimed:
                 self._count("scheduler/cluster/pushed")
                 self._count("scheduler/enqueued")
