@@ -21,7 +21,7 @@ from tests.conftest import run_project
 from tests.services import RedisCrawl
 from topicspider.cluster import ClusterKeys
 from topicspider.cluster.frontier import Exchange, Outgoing, RedisFrontier, level_field, queue_order
-from topicspider.cluster.hosts import HostTickets
+from topicspider.cluster.hosts import Booking, HostTickets
 from topicspider.localsite import generate_site
 from topicspider.runner import crawl_command, project_env
 
@@ -140,6 +140,30 @@ def test_leases_are_acknowledged_renewed_and_reclaimed(frontier: RedisFrontier, 
     assert late.queued == 0 and late.leased == 0 and late.levels == {"s|0": 0}
 
 
+def test_a_finished_request_leaves_its_level_before_its_acknowledgement(frontier: RedisFrontier,
+                                                                          redis_crawl: RedisCrawl) -> None:
+    frontier.exchange(Exchange(outgoing=[entry("x"), entry("y"), entry("z")]))
+    frontier.exchange(Exchange(wanted=3))
+    released = frontier.exchange(Exchange(released=[(b"x", "s|0"), (b"x", "s|0")], levels=["s|0"]))
+    assert released.levels == {"s|0": 2} and released.leased == 3  # once, however often it is told
+    acked = frontier.exchange(Exchange(finished=[(b"x", "s|0")], levels=["s|0"]))
+    assert acked.levels == {"s|0": 2} and acked.leased == 2  # not counted off twice
+    # Released, then its worker is killed before the page is stored: it counts again.
+    short = RedisFrontier(redis_crawl.client, frontier.keys, lease=0.2)
+    short.exchange(Exchange(released=[(b"y", "s|0")], renew=[b"y"]))
+    time.sleep(0.3)
+    back = frontier.exchange(Exchange(levels=["s|0"]))
+    assert back.reclaimed == 1 and back.queued == 1 and back.levels == {"s|0": 2}
+    # ... and the late acknowledgement of the killed worker's copy counts it off once.
+    late = frontier.exchange(Exchange(finished=[(b"y", "s|0")], levels=["s|0"]))
+    assert late.queued == 0 and late.acked_late == 1 and late.levels == {"s|0": 1}
+    # Given back after its release (never in practice: only unstarted ones are): counts again.
+    frontier.exchange(Exchange(released=[(b"z", "s|0")]))
+    frontier.give_back([b"z"])
+    assert frontier.exchange(Exchange(levels=["s|0"])).levels == {"s|0": 1}
+    assert redis_crawl.client.hlen(frontier.keys.released) == 0
+
+
 def test_under_the_level_barrier_a_retry_stays_in_its_level() -> None:
     retry_of_depth_1 = queue_order(priority=-2, depth=1, by_level=True)  # RetryMiddleware lowered it
     assert retry_of_depth_1 < queue_order(priority=-2, depth=2, by_level=True)
@@ -161,24 +185,33 @@ def test_give_back_returns_leased_requests_in_their_place(frontier: RedisFrontie
     assert frontier.exchange(Exchange(wanted=2)).popped == [b"shallow", b"deep"]
 
 
-def test_host_tickets_space_starts_and_cap_requests_in_flight(redis_crawl: RedisCrawl) -> None:
+def test_host_tickets_book_spaced_starts_and_cap_requests_in_flight(redis_crawl: RedisCrawl) -> None:
     tickets = HostTickets(redis_crawl.client)
     host = "127.0.0.9"
-    assert tickets.acquire(host, 0.5, 2, "w1:1", 60) is None
-    wait = tickets.acquire(host, 0.5, 2, "w2:1", 60)
-    assert wait is not None and 0.3 < wait <= 0.5
-    assert tickets.acquire(host, 0.0, 2, "w2:2", 60) is not None  # the next start is still 0.5 s after the first
-    time.sleep(wait)
-    assert tickets.acquire(host, 0.0, 2, "w2:1", 0.5) is None
-    assert tickets.acquire(host, 0.0, 2, "w3:1", 60) == -1  # two in flight
+    assert tickets.acquire(host, 0.5, 3, "w1:1", 60) == Booking(True, 0.0)
+    # Further off than the longest wait asked for: nothing booked, the wait told.
+    refused = tickets.acquire(host, 0.5, 3, "w2:1", 60, longest_wait=0.1)
+    assert not refused.booked and not refused.full and 0.4 < refused.wait <= 0.5
+    booked = tickets.acquire(host, 0.5, 3, "w2:1", 60)  # booked: the start after w1's
+    assert booked.booked and 0.4 < booked.wait <= 0.5
+    after = tickets.acquire(host, 0.0, 3, "w3:1", 60)  # first come, first served: after w2's
+    assert after.booked and booked.wait < after.wait <= 1.0
+    assert tickets.acquire(host, 0.0, 3, "w4:1", 60).full  # three in flight or booked
     tickets.release(host, "w1:1")
-    assert tickets.acquire(host, 0.0, 2, "w3:1", 60) is None
-    assert tickets.acquire(host, 0.0, 2, "w4:1", 60) == -1
-    time.sleep(0.6)  # w2:1's worker died: its ticket runs out
-    assert tickets.acquire(host, 0.0, 2, "w4:1", 60) is None
-    tickets.pause(host, 1.0)
-    paused = tickets.acquire(host, 0.0, 5, "w3:2", 60)
-    assert paused is not None and paused > 0.8
+    assert tickets.acquire(host, 0.0, 3, "w4:1", 60).wait > 0.4
+    assert tickets.acquire(host, 0.0, 3, "w5:1", 60).full
+    # A ticket runs out its lifetime after its booked start (its worker died).
+    other = "127.0.0.10"
+    assert tickets.acquire(other, 0.2, 1, "w1:2", 0.3).booked
+    assert tickets.acquire(other, 0.2, 1, "w2:2", 60).full
+    time.sleep(0.4)
+    assert tickets.acquire(other, 0.2, 1, "w2:2", 60) == Booking(True, 0.0)
+    tickets.release(other, "w2:2")
+    tickets.pause(other, 1.0)
+    paused = tickets.acquire(other, 0.0, 5, "w3:2", 60)
+    assert 0.8 < paused.wait <= 1.0
+    waits = HostTickets.read_waits([other, "never-seen"], tickets.waits([other, "never-seen"]))
+    assert 0.8 < waits[other] <= 1.0 and waits["never-seen"] == 0
 
 
 def test_three_workers_fetch_every_page_once_and_store_what_one_worker_stores(tmp_path, serve, crawl, redis_crawl):
@@ -228,6 +261,14 @@ def test_the_per_host_delay_holds_across_workers(tmp_path, serve, redis_crawl):
         assert min(gaps) >= delay - 0.05, gaps
         served_both += len({record["user_agent"] for record in records}) == 2
     assert served_both >= 2  # the workers shared hosts, and still kept their delays
+    # A request whose host another worker had just booked went back to its scheduler
+    # rather than wait in a download slot, and was still crawled and stored, once.
+    assert sum(worker.stats.get("pacing/cluster_declined", 0) for worker in workers) > 0
+    stored = []
+    for worker in workers:
+        with sqlite3.connect(worker.workdir / "topicspider.db") as connection:
+            stored += [url for (url,) in connection.execute("SELECT url FROM pages")]
+    assert len(stored) == len(set(stored)) == 30
 
 
 def test_a_retried_page_keeps_its_level_and_nothing_waits_for_it_forever(tmp_path, serve, crawl, redis_crawl):

@@ -19,6 +19,8 @@ fetch_failed = object()
 #: The distributed crawl's scheduler acknowledges a request only after this.
 pages_durable = object()
 
-#: Someone waits for the pages in the storage pipeline's buffer to be durable (the
-#: distributed crawl's level barrier): write them now rather than at the next interval.
-pages_flush_wanted = object()
+#: Distributed mode: this worker has booked a start on ``host`` (the downloader slot
+#: key) in the cluster's shared host tickets; the host's next start is not before
+#: ``until`` (a ``time.monotonic()`` reading). The cluster scheduler gives the host
+#: nothing more until then, so that no request of this worker waits out a delay it knows of.
+host_booked = object()

@@ -34,6 +34,13 @@ HOST_KEY_PREFIX = "topicspider:host:"
 #: page pool failed, Redis was gone while closing): the cluster scheduler gives it back
 #: to the shared queue instead of acknowledging it.
 GIVE_BACK_META = "cluster_give_back"
+#: Set by the cluster pacing middleware on a request it hands back to the scheduler
+#: because its host's next start is still some way off (another worker booked it): the
+#: scheduler puts the request back in its buffer, and pops the key.
+RETURNED_META = "cluster_returned"
+#: ... and kept on it, so that a request is handed back at most once: the next time it
+#: books its start however far off, and cannot be starved by busier workers.
+DECLINED_META = "cluster_declined"
 
 
 def redis_url(settings: BaseSettings) -> str:
@@ -98,7 +105,8 @@ class ClusterKeys:
     leases: str  # sorted set: encoded request -> lease expiry (server time)
     scores: str  # hash: encoded request -> its queue score, to put it back
     ranks: str  # hash: "host|priority" -> requests queued so far, for round robin
-    levels: str  # hash: "site|depth" -> requests queued or leased, for the level barrier
+    levels: str  # hash: "site|depth" -> requests queued, or leased and not finished, for the level barrier
+    released: str  # hash: encoded request -> its level field, once finished (no longer counted there)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> ClusterKeys:
@@ -112,7 +120,9 @@ class ClusterKeys:
             scores=f"{queue}:scores",
             ranks=f"{queue}:ranks",
             levels=f"{queue}:levels",
+            released=f"{queue}:released",
         )
 
     def all(self) -> list[str]:
-        return [self.queue, self.dupefilter, self.start_urls, self.leases, self.scores, self.ranks, self.levels]
+        return [self.queue, self.dupefilter, self.start_urls, self.leases, self.scores, self.ranks, self.levels,
+                self.released]

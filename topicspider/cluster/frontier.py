@@ -15,14 +15,17 @@ wanted) is one pipeline (two round trips: redis-py checks the script cache first
   among deeper requests; rank counts the requests of that host and order queued so far,
   so that within a level the hosts take turns and a batch popped by one worker spreads
   over many hosts instead of one host's pages.
-* **Levels.** A hash counts each site's requests queued or leased by depth, so that each
-  worker's level barrier (see :mod:`topicspider.scheduler`) holds a site's depth d+1
-  until no worker has any of its depth <= d left: the depth a page is reached at is its
-  link distance from the seeds, as in a single-process crawl.
+* **Levels.** A hash counts each site's requests by depth, queued or leased and not yet
+  finished, so that each worker's level barrier (see :mod:`topicspider.scheduler`) holds
+  a site's depth d+1 until no worker has any of its depth <= d left: the depth a page is
+  reached at is its link distance from the seeds, as in a single-process crawl. A
+  request is *released* from its level when its callback has ended and the requests it
+  produced are queued, as a single-process crawl's barrier lets go of it, not when its
+  page is stored; should its lease run out before the acknowledgement, it counts again.
 * **Leases.** A pop moves requests to a lease set with an expiry (``REDIS_LEASE``) held on
   the server's clock; the worker renews them while it holds them and acknowledges each
-  once its callback has finished. Leases that expire (a worker killed) go back to the
-  queue at the next pop of any worker; a graceful stop gives back what it did not start.
+  once its page is stored. Leases that expire (a worker killed) go back to the queue at
+  the next pop of any worker; a graceful stop gives back what it did not start.
 """
 
 from __future__ import annotations
@@ -31,13 +34,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topicspider.cluster import ClusterKeys
+from topicspider.cluster.hosts import HostTickets
 
 RANK_LIMIT = 999_999  # ranks above share a score; order among them is by bytes
 RECLAIM_PER_POP = 1000
 
+# Shared by the scripts. A level count of 0 is removed, so the hash holds live levels only.
+# requeue() expects the KEYS of LEASED_POP, ACK and GIVE_BACK: queue, leases, scores, released, levels.
+FUNCTIONS = """
+local function count_level(levels, level, by)
+  if level == '' or by == 0 then return end
+  if redis.call('HINCRBY', levels, level, by) <= 0 then redis.call('HDEL', levels, level) end
+end
+local function requeue(data)
+  local score = redis.call('HGET', KEYS[3], data)
+  if not score then score = 0 end
+  redis.call('ZADD', KEYS[1], score, data)
+  redis.call('HDEL', KEYS[3], data)
+  local level = redis.call('HGET', KEYS[4], data)
+  if level then
+    count_level(KEYS[5], level, 1)
+    redis.call('HDEL', KEYS[4], data)
+  end
+end
+"""
+
 # KEYS: dupefilter, queue, ranks, levels. ARGV: fingerprint, host, order, level, data,
 # ... (an empty fingerprint queues without a claim: dont_filter requests). Returns 1/0 per request.
-CLAIM_AND_PUSH = """
+CLAIM_AND_PUSH = FUNCTIONS + """
 local claimed = {}
 for i = 1, #ARGV, 5 do
   local added = 1
@@ -46,26 +70,24 @@ for i = 1, #ARGV, 5 do
     local order = tonumber(ARGV[i + 2])
     local rank = redis.call('HINCRBY', KEYS[3], ARGV[i + 1] .. '|' .. ARGV[i + 2], 1)
     if rank > %(rank_limit)d then rank = %(rank_limit)d end
-    local queued = redis.call('ZADD', KEYS[2], order * 1000000 + rank, ARGV[i + 4])
-    if queued == 1 and ARGV[i + 3] ~= '' then redis.call('HINCRBY', KEYS[4], ARGV[i + 3], 1) end
+    if redis.call('ZADD', KEYS[2], order * 1000000 + rank, ARGV[i + 4]) == 1 then
+      count_level(KEYS[4], ARGV[i + 3], 1)
+    end
   end
   claimed[#claimed + 1] = added
 end
 return claimed
 """ % {"rank_limit": RANK_LIMIT}
 
-# KEYS: queue, leases, scores. ARGV: how many, lease seconds. Returns
-# {reclaimed count, {data, ...}}.
-LEASED_POP = """
+# KEYS: queue, leases, scores, released, levels. ARGV: how many, lease seconds. Returns
+# {reclaimed count, {data, ...}}. A reclaimed request counts in its level again.
+LEASED_POP = FUNCTIONS + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, %(reclaim)d)
 for _, data in ipairs(expired) do
-  local score = redis.call('HGET', KEYS[3], data)
-  if not score then score = 0 end
-  redis.call('ZADD', KEYS[1], score, data)
   redis.call('ZREM', KEYS[2], data)
-  redis.call('HDEL', KEYS[3], data)
+  requeue(data)
 end
 local popped = {}
 local wanted = tonumber(ARGV[1])
@@ -82,33 +104,44 @@ end
 return {#expired, popped}
 """ % {"reclaim": RECLAIM_PER_POP}
 
-# KEYS: queue, leases, scores, levels. ARGV: data, level, ... Returns how many were still
-# leased: a request whose lease had run out is taken off the queue again, so it is not
-# fetched twice.
-ACK = """
+# KEYS: leases, released, levels. ARGV: data, level, ... Requests whose callback has
+# ended (their new requests are queued) stop counting in their level while still leased
+# until their page is stored: the next level need not wait for storage. Returns how
+# many were released; one whose lease ran out already counts again as queued.
+RELEASE = FUNCTIONS + """
+local released = 0
+for i = 1, #ARGV, 2 do
+  if ARGV[i + 1] ~= '' and redis.call('ZSCORE', KEYS[1], ARGV[i])
+      and redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) == 1 then
+    count_level(KEYS[3], ARGV[i + 1], -1)
+    released = released + 1
+  end
+end
+return released
+"""
+
+# KEYS: queue, leases, scores, released, levels. ARGV: data, level, ... Returns how many
+# were still leased: a request whose lease had run out is taken off the queue again, so
+# it is not fetched twice.
+ACK = FUNCTIONS + """
 local held = 0
 for i = 1, #ARGV, 2 do
   local data = ARGV[i]
   local leased = redis.call('ZREM', KEYS[2], data)
   held = held + leased
   redis.call('HDEL', KEYS[3], data)
-  local pending = leased + redis.call('ZREM', KEYS[1], data)
-  if pending > 0 and ARGV[i + 1] ~= '' then
-    if redis.call('HINCRBY', KEYS[4], ARGV[i + 1], -1) <= 0 then redis.call('HDEL', KEYS[4], ARGV[i + 1]) end
-  end
+  local counted = redis.call('ZREM', KEYS[1], data)
+  if redis.call('HDEL', KEYS[4], data) == 0 then counted = counted + leased end
+  count_level(KEYS[5], ARGV[i + 1], -counted)
 end
 return held
 """
 
-# KEYS: queue, leases, scores. ARGV: data, ... Puts leased requests back in the queue.
-GIVE_BACK = """
+# KEYS: queue, leases, scores, released, levels. ARGV: data, ... Puts leased requests
+# back in the queue.
+GIVE_BACK = FUNCTIONS + """
 for _, data in ipairs(ARGV) do
-  if redis.call('ZREM', KEYS[2], data) == 1 then
-    local score = redis.call('HGET', KEYS[3], data)
-    if not score then score = 0 end
-    redis.call('ZADD', KEYS[1], score, data)
-    redis.call('HDEL', KEYS[3], data)
-  end
+  if redis.call('ZREM', KEYS[2], data) == 1 then requeue(data) end
 end
 return #ARGV
 """
@@ -152,11 +185,13 @@ class Exchange:
     """What one round trip sends."""
 
     outgoing: list[Outgoing] = field(default_factory=list)
-    finished: list[tuple[bytes, str]] = field(default_factory=list)  # (entry, level field)
+    released: list[tuple[bytes, str]] = field(default_factory=list)  # (entry, level field): callback ended
+    finished: list[tuple[bytes, str]] = field(default_factory=list)  # (entry, level field): to acknowledge
     renew: list[bytes] = field(default_factory=list)
     wanted: int = 0
     seeds_wanted: int = 0
     levels: list[str] = field(default_factory=list)  # level fields to read
+    hosts: list[str] = field(default_factory=list)  # hosts whose next start to read
 
 
 @dataclass
@@ -172,6 +207,7 @@ class ExchangeResult:
     leased: int  # held by some worker after this round
     seeds_queued: int
     levels: dict[str, int]  # the fields asked for -> requests queued or leased
+    host_waits: dict[str, float]  # the hosts asked for -> seconds until their next start
 
 
 class RedisFrontier:
@@ -180,10 +216,12 @@ class RedisFrontier:
         self.keys = keys
         self.lease = lease
         self._claim = server.register_script(CLAIM_AND_PUSH)
+        self._release = server.register_script(RELEASE)
         self._pop = server.register_script(LEASED_POP)
         self._ack = server.register_script(ACK)
         self._give_back = server.register_script(GIVE_BACK)
         self._renew = server.register_script(RENEW)
+        self.tickets = HostTickets(server)
 
     def exchange(self, work: Exchange) -> ExchangeResult:
         """One round trip. Scripts run in this order, so a page's new links are in the
@@ -195,35 +233,47 @@ class RedisFrontier:
             for entry in work.outgoing:
                 arguments += [entry.fingerprint, entry.host, entry.order, entry.level, entry.data]
             self._claim(keys=[keys.dupefilter, keys.queue, keys.ranks, keys.levels], args=arguments, client=pipe)
+        if work.released:
+            pairs = [part for released in work.released for part in released]
+            self._release(keys=[keys.leases, keys.released, keys.levels], args=pairs, client=pipe)
         if work.finished:
             pairs = [part for finished in work.finished for part in finished]
-            self._ack(keys=[keys.queue, keys.leases, keys.scores, keys.levels], args=pairs, client=pipe)
+            self._ack(keys=self._lease_keys(), args=pairs, client=pipe)
         if work.renew:
             self._renew(keys=[keys.leases], args=[self.lease, *work.renew], client=pipe)
-        self._pop(keys=[keys.queue, keys.leases, keys.scores], args=[work.wanted, self.lease], client=pipe)
+        self._pop(keys=self._lease_keys(), args=[work.wanted, self.lease], client=pipe)
         if work.seeds_wanted:
             pipe.lpop(keys.start_urls, work.seeds_wanted)
         if work.levels:
             pipe.hmget(keys.levels, work.levels)
+        if work.hosts:
+            self.tickets.waits(work.hosts, client=pipe)
         pipe.zcard(keys.queue)
         pipe.zcard(keys.leases)
         pipe.llen(keys.start_urls)
         replies = pipe.execute()
         claimed = [bool(flag) for flag in replies.pop(0)] if work.outgoing else []
+        if work.released:
+            replies.pop(0)
         held = replies.pop(0) if work.finished else len(work.finished)
         lost = list(replies.pop(0)) if work.renew else []
         reclaimed, popped = replies.pop(0)
         seeds = (replies.pop(0) or []) if work.seeds_wanted else []
         counts = replies.pop(0) if work.levels else []
+        host_waits = HostTickets.read_waits(work.hosts, replies.pop(0)) if work.hosts else {}
         queued, leased, seeds_queued = replies
         levels = {name: int(count or 0) for name, count in zip(work.levels, counts)}
         return ExchangeResult(claimed, len(work.finished) - held, len(work.renew) - len(lost), lost, reclaimed,
-                              list(popped), list(seeds), queued, leased, seeds_queued, levels)
+                              list(popped), list(seeds), queued, leased, seeds_queued, levels, host_waits)
 
     def give_back(self, data: list[bytes]) -> None:
         """Return leased requests to the queue, unstarted."""
         if data:
-            self._give_back(keys=[self.keys.queue, self.keys.leases, self.keys.scores], args=data)
+            self._give_back(keys=self._lease_keys(), args=data)
+
+    def _lease_keys(self) -> list[str]:
+        keys = self.keys
+        return [keys.queue, keys.leases, keys.scores, keys.released, keys.levels]
 
     def return_seeds(self, urls: list[str]) -> None:
         """Put seeds taken but not used back at the head of the start-URL list."""

@@ -1,5 +1,5 @@
 """Cluster-wide politeness state in Redis: per host, the earliest time the next request
-may start and the requests in flight, updated atomically by a script on the server's
+may start and the requests in flight or booked to start, updated atomically by a script on the server's
 clock, so N workers together keep one host's delay and connection limit.
 
 Pure Redis logic (blocking calls, run on a worker thread by
@@ -11,25 +11,43 @@ the ticket runs out). Both expire when a host has been left alone for a while.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from topicspider.cluster import HOST_KEY_PREFIX
 
+FOREVER = 1e9  # seconds: no longest wait
+
+
+@dataclass(frozen=True)
+class Booking:
+    booked: bool  # the ticket is taken
+    wait: float  # seconds until the booked start, or until the host's next start; -1: host full
+
+    @property
+    def full(self) -> bool:
+        return not self.booked and self.wait < 0
+
 # KEYS: host hash, in-flight set. ARGV: delay, in-flight limit, ticket, ticket lifetime,
-# key lifetime. Returns "0" once the ticket is taken, else the seconds to wait (a
-# string: Redis truncates Lua numbers to integers).
+# key lifetime, longest wait. Takes the ticket, booking the host's next start, and
+# returns {1, seconds until that start ("0": now)}; or takes nothing and returns {0, "-1"}
+# when the host has its limit of requests in flight or booked, {0, seconds} when its
+# next start is further off than the longest wait. Booking, rather than asking again when
+# the time has come, keeps each host's requests first come, first served across the
+# workers: a worker that waited cannot lose the start to one that asks just then.
+# (Strings: Redis truncates Lua numbers to integers.)
 ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local next_start = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
-if next_start > now then return tostring(next_start - now) end
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return '-1' end
-redis.call('HSET', KEYS[1], 'next', tostring(now + tonumber(ARGV[1])))
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[3])
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return {0, '-1'} end
+local start = math.max(now, tonumber(redis.call('HGET', KEYS[1], 'next') or '0'))
+if start - now > tonumber(ARGV[6]) then return {0, tostring(start - now)} end
+redis.call('HSET', KEYS[1], 'next', tostring(start + tonumber(ARGV[1])))
+redis.call('ZADD', KEYS[2], start + tonumber(ARGV[4]), ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 redis.call('EXPIRE', KEYS[2], ARGV[5])
-return '0'
+return {1, tostring(start - now)}
 """
 
 # KEYS: host hash. ARGV: seconds, key lifetime. Nobody starts on the host before now + seconds.
@@ -42,6 +60,19 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
+# KEYS: host hashes. Returns, for each, the seconds until its next start (a string, "0"
+# when it may start now).
+WAITS = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local waits = {}
+for i, key in ipairs(KEYS) do
+  local next_start = tonumber(redis.call('HGET', key, 'next') or '0')
+  waits[i] = tostring(math.max(0, next_start - now))
+end
+return waits
+"""
+
 # A host's keys outlive its last request by this much beyond its delay.
 KEY_LIFETIME = 3600
 
@@ -51,6 +82,7 @@ class HostTickets:
         self.server = server
         self._acquire = server.register_script(ACQUIRE)
         self._pause = server.register_script(PAUSE)
+        self._waits = server.register_script(WAITS)
 
     @staticmethod
     def _keys(host: str) -> list[str]:
@@ -60,13 +92,24 @@ class HostTickets:
     def _lifetime(seconds: float) -> int:
         return int(KEY_LIFETIME + seconds)
 
-    def acquire(self, host: str, delay: float, limit: int, ticket: str, lifetime: float) -> float | None:
-        """Take a place on ``host`` for at most ``lifetime`` seconds and push its next
-        start ``delay`` seconds on; None when taken, else the seconds to wait before
-        asking again (-1: the host has ``limit`` requests in flight)."""
-        wait = float(self._acquire(keys=self._keys(host),
-                                   args=[delay, limit, ticket, lifetime, self._lifetime(delay + lifetime)]))
-        return None if wait == 0 else wait
+    def acquire(self, host: str, delay: float, limit: int, ticket: str, lifetime: float,
+                longest_wait: float = FOREVER) -> Booking:
+        """Take a place on ``host`` for at most ``lifetime`` seconds (counted from its
+        start) and book its start, pushing the host's next start ``delay`` seconds past
+        it; unless the host already has ``limit`` requests in flight or booked, or its
+        next start is more than ``longest_wait`` seconds off."""
+        booked, wait = self._acquire(keys=self._keys(host), args=[
+            delay, limit, ticket, lifetime, self._lifetime(delay + lifetime), longest_wait])
+        return Booking(bool(booked), float(wait))
+
+    def waits(self, hosts: list[str], client: Any = None) -> Any:
+        """Seconds until each host's next start may be (queued on ``client``, a
+        pipeline, if given; read them with :meth:`read_waits`)."""
+        return self._waits(keys=[self._keys(host)[0] for host in hosts], client=client)
+
+    @staticmethod
+    def read_waits(hosts: list[str], reply: list[bytes]) -> dict[str, float]:
+        return {host: float(wait) for host, wait in zip(hosts, reply)}
 
     def release(self, host: str, ticket: str) -> None:
         self.server.zrem(self._keys(host)[1], ticket)

@@ -25,7 +25,8 @@ The local fast path of de-duplication is the dupefilter's LRU; the exact store i
 crawl's Redis set, and a URL is queued only by the worker whose ``SADD`` added it. A
 request stays leased to its worker until its callback has finished and the requests it
 produced are in the queue, and its page is stored (the storage pipeline's
-``pages_durable`` signal); only then is it acknowledged. A graceful stop (Ctrl-C,
+``pages_durable`` signal); only then is it acknowledged. Its level lets go of it
+earlier, once the callback has finished, as in a single-process crawl. A graceful stop (Ctrl-C,
 ``SIGTERM``, scrapyd's cancel) gives back what it had not started; a killed worker's
 leases run out after ``REDIS_LEASE`` seconds and any worker puts them back.
 """
@@ -43,12 +44,12 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 from twisted.python.threadpool import ThreadPool
 
-from topicspider.cluster import GIVE_BACK_META, ClusterKeys, connect, redis_url
+from topicspider.cluster import GIVE_BACK_META, RETURNED_META, ClusterKeys, connect, redis_url
 from topicspider.cluster.frontier import Exchange, ExchangeResult, Outgoing, RedisFrontier, level_field, queue_order
 from topicspider.config import get_bool, get_float, get_int
 from topicspider.dupefilter import Verdict
 from topicspider.reactor_tools import call_later, in_thread, sleep
-from topicspider.signals import pages_durable, pages_flush_wanted
+from topicspider.signals import host_booked, pages_durable
 from topicspider.scheduler import FrontierScheduler, level_of
 
 if TYPE_CHECKING:
@@ -121,8 +122,15 @@ class ClusterScheduler(FrontierScheduler):
         # acknowledged and then lost in a storage buffer, it would never be fetched again.
         self.wait_for_storage = STORAGE_PIPELINE in build_component_list(settings.getwithbase("ITEM_PIPELINES"))
         self.unstored: list[tuple[float, Request]] = []  # finished, page not yet durable
+        self.releasing: list[Request] = []  # ... of which the level is still to be told
+        self.finish_check_due = False
+        # Hosts whose shared next start is still to come (monotonic), from this worker's
+        # bookings and, for other workers', from the last round. Given no request meanwhile,
+        # so that this worker's slots are not spent waiting for a ticket while other hosts could go.
+        self.cooling: dict[str, float] = {}
+        self.wake_due = 0.0
+        crawler.signals.connect(self._host_booked, signal=host_booked)
         self.stored: list[Request] = []  # finished and durable: to acknowledge
-        self.flush_asked = False
         crawler.signals.connect(self._pages_durable, signal=pages_durable)
 
     def open(self, spider: Spider) -> Deferred[None] | None:
@@ -147,6 +155,9 @@ class ClusterScheduler(FrontierScheduler):
     # Requests in
 
     def enqueue_request(self, request: Request) -> bool:
+        if request.meta.pop(RETURNED_META, False):
+            self._returned(request)
+            return True
         self._forget_download_slot(request)
         fingerprint: bytes | None = None
         if not (request.dont_filter or self.df.redirect_within_identity(request)):
@@ -168,6 +179,14 @@ class ClusterScheduler(FrontierScheduler):
             self.claiming.add(fingerprint)
         self._kick()
         return True
+
+    def _returned(self, request: Request) -> None:
+        """A request handed out, and handed back by the pacing middleware: its host is
+        booked by another worker for a while. It waits here, not in a download slot."""
+        self.given.discard(request)
+        self.started.discard(request)
+        self._push_local(request)
+        self._wake_engine()
 
     def _keep_local(self, request: Request, fingerprint: bytes | None, exc: Exception) -> None:
         self._count("scheduler/cluster/local_only")
@@ -201,7 +220,19 @@ class ClusterScheduler(FrontierScheduler):
         if self.remote_queued and self._room() > self.prefetch // 2:
             # Not now: the engine marks the request in progress only after this returns.
             call_later(0, self._kick)
+        if request is None and self.held:
+            self._wake_when_cooled()
+        if self.given and not self.finish_check_due:
+            # The engine asks after every request it finishes: tell its level at once.
+            self.finish_check_due = True
+            call_later(0, self._kick_if_finished)
         return request
+
+    def _kick_if_finished(self) -> None:
+        self.finish_check_due = False
+        in_progress = self._in_progress()
+        if any(request not in in_progress for request in self.given):
+            self._kick()
 
     def has_pending_requests(self) -> bool:
         # Work queued in Redis keeps the engine asking; the buffer fills in the background.
@@ -222,11 +253,11 @@ class ClusterScheduler(FrontierScheduler):
         try:
             while True:
                 self.pump_again = False
-                work, sent, finished = self._next_exchange()
+                work, sent, released, finished = self._next_exchange()
                 try:
                     result = await in_thread(self.pool, self.frontier.exchange, work)
                 except Exception as exc:  # noqa: BLE001 - Redis failed: keep everything, try again
-                    self._failed(exc, sent, finished)
+                    self._failed(exc, sent, released, finished)
                     await sleep(ERROR_RETRY)
                     continue
                 self._apply(result, sent, finished)
@@ -235,16 +266,14 @@ class ClusterScheduler(FrontierScheduler):
         finally:
             self.pumping = False
 
-    def _next_exchange(self) -> tuple[Exchange, list[tuple[Outgoing, bytes | None, Request]], list[Request]]:
+    def _next_exchange(self) -> tuple[Exchange, list[tuple[Outgoing, bytes | None, Request]], list[Request],
+                                      list[Request]]:
         sent, self.outgoing = self.outgoing, []
         self._collect_finished()
-        if self.unstored and not self.flush_asked and self.held and self._held_for_level():
-            # Those pages' level holds back the next one until they are stored.
-            self.flush_asked = True
-            self.crawler.signals.send_catch_log(pages_flush_wanted)
+        released, self.releasing = self.releasing, []
         finished, self.stored = self.stored, []
-        work = Exchange(outgoing=[entry for entry, _, _ in sent],
-                        finished=[(self.lease_of[request], level_field(*level_of(request))) for request in finished])
+        work = Exchange(outgoing=[entry for entry, _, _ in sent], released=self._with_levels(released),
+                        finished=self._with_levels(finished))
         if monotonic() - self.last_renewal > self.lease / 4:
             work.renew = list(self.lease_of.values())
             self.last_renewal = monotonic()
@@ -253,7 +282,38 @@ class ClusterScheduler(FrontierScheduler):
             work.seeds_wanted, self.seeds_wanted = self.seeds_wanted, 0
             if self.level_sync:
                 work.levels = self._level_fields()
-        return work, sent, finished
+            work.hosts = self._buffered_hosts()
+        return work, sent, released, finished
+
+    def _buffered_hosts(self) -> list[str]:
+        slot_key = self.downloader.get_slot_key
+        return sorted({slot_key(request) for request in self.lease_of
+                       if request not in self.started and not isinstance(request, _Undecodable)})
+
+    def _busy_hosts(self) -> set[str]:
+        now = monotonic()
+        return super()._busy_hosts() | {host for host, until in self.cooling.items() if until > now}
+
+    def _host_booked(self, host: str, until: float) -> None:
+        self.cooling[host] = max(until, self.cooling.get(host, 0.0))
+
+    def _note_cooling(self, waits: dict[str, float]) -> None:
+        now = monotonic()
+        self.cooling = {host: until for host, until in self.cooling.items() if until > now}
+        for host, wait in waits.items():
+            self._host_booked(host, now + wait)
+        self._wake_when_cooled()
+
+    def _wake_when_cooled(self) -> None:
+        """Ask the engine again when the first held host's next start has come."""
+        now = monotonic()
+        held_cooling = [self.cooling[host] for host in self.held if self.cooling.get(host, 0.0) > now]
+        if held_cooling and (self.wake_due <= now or min(held_cooling) < self.wake_due):
+            self.wake_due = min(held_cooling)
+            call_later(self.wake_due - now, self._wake_engine)
+
+    def _with_levels(self, requests: list[Request]) -> list[tuple[bytes, str]]:
+        return [(self.lease_of[request], level_field(*level_of(request))) for request in requests]
 
     def _wanted(self) -> int:
         """How many requests to lease now: enough to fill the buffer, counting held ones."""
@@ -302,11 +362,11 @@ class ClusterScheduler(FrontierScheduler):
         if self.wait_for_storage and not self.closing:
             now = monotonic()
             self.unstored += [(now, request) for request in finished]
+            self.releasing += finished
         else:
             self.stored += finished
 
     def _pages_durable(self, before: float) -> None:
-        self.flush_asked = False
         durable = 0
         for finished_at, _ in self.unstored:
             if finished_at >= before:
@@ -315,16 +375,17 @@ class ClusterScheduler(FrontierScheduler):
         self.stored += [request for _, request in self.unstored[:durable]]
         del self.unstored[:durable]
         if durable:
-            self._kick()  # acknowledge them now: other workers' levels may wait for them
+            self._kick()
 
     def _failed(self, exc: Exception, sent: list[tuple[Outgoing, bytes | None, Request]],
-                finished: list[Request]) -> None:
+                released: list[Request], finished: list[Request]) -> None:
         self._count("scheduler/cluster/errors")
         if not self.error_logged:
             logger.warning("Redis frontier unavailable (%s); retrying every %.0f s"
                            " (further errors are only counted)", exc, ERROR_RETRY)
             self.error_logged = True
         self.outgoing = sent + self.outgoing
+        self.releasing = released + self.releasing
         self.stored = finished + self.stored
         self.last_renewal = 0.0
 
@@ -353,6 +414,7 @@ class ClusterScheduler(FrontierScheduler):
             self._take(data)
         self.seed_urls += [raw.decode("utf-8", "replace") for raw in result.seeds]
         self.remote_queued, self.remote_leased, self.remote_seeds = result.queued, result.leased, result.seeds_queued
+        self._note_cooling(result.host_waits)
         levels_before = (self.levels_checked, self.remote_shallowest)
         if result.levels:
             self._read_levels(result.levels)

@@ -4,13 +4,17 @@ Enabled in distributed mode (``REDIS_URL``), in place of
 :class:`topicspider.middlewares.pacing.PacingMiddleware`: the topic spider swaps them
 (``NotConfigured`` without ``REDIS_URL``). Each worker draws a host's delay as the
 local middleware does (``DOWNLOAD_DELAY``, robots.txt, jitter, the send margin, plus
-20 ms for the lag between taking a ticket and sending), but
-the wait happens in Redis (:mod:`topicspider.cluster.hosts`): a request leaves for a host
-only once the host's shared next-start time has passed and fewer than
-``CONCURRENT_REQUESTS_PER_DOMAIN`` requests of all workers are in flight there. Back-offs
-on 429/503 pause the host for every worker. The local downloader slot's own delay is
-set to 0, so a worker never waits twice. Stats: those of ``PacingMiddleware``, plus
-``pacing/cluster_waits``, ``pacing/cluster_wait_seconds``, ``pacing/cluster_errors``.
+20 ms for the lag between taking a ticket and sending), but the wait happens in Redis
+(:mod:`topicspider.cluster.hosts`): a request books the host's next start, first come,
+first served among all workers, while fewer than ``CONCURRENT_REQUESTS_PER_DOMAIN``
+requests of all workers are in flight or booked there, and leaves when that start has
+come. A request whose host another worker has booked more than ``DECLINE_OVER`` ahead
+goes back to the scheduler once (its download slot is better spent on another host);
+every booking is told to the scheduler (the ``host_booked`` signal). Back-offs on
+429/503 pause the host for every worker. The local downloader slot's own delay is set
+to 0, so a worker never waits twice. Stats: those of ``PacingMiddleware``, plus
+``pacing/cluster_waits``, ``pacing/cluster_wait_seconds``, ``pacing/cluster_errors``,
+``pacing/cluster_declined``, ``pacing/cluster_stale_tickets``.
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from scrapy.http import Request, Response
 from scrapy.utils.defer import deferred_from_coro
 from twisted.python.threadpool import ThreadPool
 
-from topicspider.cluster import GIVE_BACK_META, connect, redis_url
-from topicspider.cluster.hosts import HostTickets
+from topicspider.cluster import DECLINED_META, GIVE_BACK_META, RETURNED_META, connect, redis_url
+from topicspider.cluster.hosts import FOREVER, Booking, HostTickets
 from topicspider.config import get_float, get_int
 from topicspider.middlewares.pacing import PacingMiddleware
 from topicspider.reactor_tools import in_thread, sleep
+from topicspider.signals import host_booked
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -44,11 +49,18 @@ logger = logging.getLogger(__name__)
 # next start on a host is pushed this much further on, so that the gap the server sees
 # stays at or above the delay (measured: up to 15 ms of lag, 3 workers on 2 CPUs).
 HANDOFF_MARGIN = 0.02
+# A ticket whose request is this much later than its booked start (a stalled or
+# descheduled worker: 60 ms was seen) could leave too close to the next one, booked by
+# another worker: it is handed back and a new one booked.
+STALE_TICKET = HANDOFF_MARGIN / 2
 # Seconds between asks while a host's places are all taken: doubling up to the maximum.
 IN_FLIGHT_POLL = 0.05
 IN_FLIGHT_POLL_MAX = 0.8
 ERROR_RETRY = 1.0  # seconds before asking a failing Redis again
-REDIS_FAILED = -2.0
+# A request whose host's next start is further off than this (booked by another worker)
+# goes back to the scheduler, which gives this worker's place to another host meanwhile;
+# a nearer one is booked and waited for here.
+DECLINE_OVER = 0.02
 # A ticket outlives the longest download, so a worker that dies frees its place.
 TICKET_MARGIN = 30.0
 THREADS = 4
@@ -79,40 +91,76 @@ class ClusterPacingMiddleware(PacingMiddleware):
     def from_crawler(cls, crawler: Crawler) -> ClusterPacingMiddleware:
         return cls(crawler)
 
-    async def process_request(self, request: Request) -> None:  # type: ignore[override]
+    async def process_request(self, request: Request) -> Request | None:  # type: ignore[override]
         host = self.downloader.get_slot_key(request)
         delay = self.draw_delay(host)
         if delay:
             delay += HANDOFF_MARGIN
         self._set_slot_delay(host, 0.0)  # the shared ticket does the waiting
-        ticket = f"{self.worker}:{next(self.numbers)}"
         # A ticket outlives the request's longest download, so a worker that dies frees its place.
         lifetime = float(request.meta.get("download_timeout", self.download_timeout)) + TICKET_MARGIN
+        place = await self._take_place(request, host, delay, lifetime)
+        if place is None:
+            self.stats.inc_value("pacing/cluster_declined")
+            request.meta[DECLINED_META] = request.meta[RETURNED_META] = True
+            return request  # back to the scheduler, which knows now when the host is free
+        ticket, waited = place
+        self.held[request] = (host, ticket)
+        if waited:
+            self.stats.inc_value("pacing/cluster_waits")
+            self.stats.inc_value("pacing/cluster_wait_seconds", waited)
+        return None
+
+    async def _take_place(self, request: Request, host: str, delay: float,
+                          lifetime: float) -> tuple[str, float] | None:
+        """A ticket on ``host`` whose start has come, and the seconds waited for it; None
+        when the host's next start is too far off to hold a place of this worker for it."""
         started = monotonic()
-        waits = 0
         poll = IN_FLIGHT_POLL
-        while (wait := await self._acquire(host, delay, ticket, lifetime)) is not None:
-            if wait == REDIS_FAILED:
+        waited = False
+        longest_wait = FOREVER if request.meta.get(DECLINED_META) else DECLINE_OVER
+        while True:
+            ticket = self._new_ticket()
+            asked = monotonic()
+            booking = await self._acquire(host, delay, ticket, lifetime, longest_wait)
+            if booking is None:
                 if not self.crawler.crawling:
                     # Closing, and Redis is gone: give the request back rather than wait forever.
                     request.meta[GIVE_BACK_META] = True
                     raise IgnoreRequest(f"no place on {host}: Redis unavailable while closing")
-                wait = ERROR_RETRY
-            waits += 1
-            if wait < 0:
-                wait, poll = poll, min(poll * 2, IN_FLIGHT_POLL_MAX)
-            await sleep(wait)
-        self.held[request] = (host, ticket)
-        if waits:
-            self.stats.inc_value("pacing/cluster_waits")
-            self.stats.inc_value("pacing/cluster_wait_seconds", monotonic() - started)
+                await sleep(ERROR_RETRY)
+                waited = True
+                continue
+            if booking.full:
+                await sleep(poll)
+                poll = min(poll * 2, IN_FLIGHT_POLL_MAX)
+                waited = True
+                continue
+            free_at = monotonic() + booking.wait + (delay if booking.booked else 0.0)
+            self.crawler.signals.send_catch_log(host_booked, host=host, until=free_at)
+            if not booking.booked:
+                return None
+            if booking.wait > 0:
+                await sleep(booking.wait)
+                waited = True
+            if delay and monotonic() - asked - booking.wait > STALE_TICKET:
+                self.stats.inc_value("pacing/cluster_stale_tickets")
+                self._release(host, ticket)
+                continue
+            return ticket, monotonic() - started if waited else 0.0
 
-    async def _acquire(self, host: str, delay: float, ticket: str, lifetime: float) -> float | None:
+    def _new_ticket(self) -> str:
+        return f"{self.worker}:{next(self.numbers)}"
+
+    async def _acquire(self, host: str, delay: float, ticket: str, lifetime: float,
+                       longest_wait: float) -> Booking | None:
+        """The host's answer; None when Redis failed."""
         try:
-            return await in_thread(self.pool, self.tickets.acquire, host, delay, self.limit, ticket, lifetime)
+            return await in_thread(self.pool, self.tickets.acquire, host, delay, self.limit, ticket, lifetime,
+                                   longest_wait)
         except Exception as exc:  # noqa: BLE001 - Redis failed: wait and ask again, never go unpaced
             self._redis_failed("take a place on", host, exc)
-            return REDIS_FAILED
+            return None
 
     def _redis_failed(self, action: str, host: str, exc: Exception) -> None:
         self.stats.inc_value("pacing/cluster_errors")
@@ -123,16 +171,19 @@ class ClusterPacingMiddleware(PacingMiddleware):
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
         result = super().process_response(request, response)  # a back-off pauses the host first
-        self._release(request)
+        self._release_held(request)
         return result
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        self._release(request)
+        self._release_held(request)
 
-    def _release(self, request: Request) -> None:
+    def _release_held(self, request: Request) -> None:
         entry = self.held.pop(request, None)
         if entry is not None:
-            self._in_background("free a place on", entry[0], self.tickets.release, *entry)
+            self._release(*entry)
+
+    def _release(self, host: str, ticket: str) -> None:
+        self._in_background("free a place on", host, self.tickets.release, host, ticket)
 
     def pause_host(self, host: str, wait: float) -> None:
         self._in_background("pause", host, self.tickets.pause, host, wait)

@@ -34,7 +34,7 @@ from twisted.python.threadpool import ThreadPool
 from topicspider.config import get_float, get_int
 from topicspider.items import PageItem
 from topicspider.reactor_tools import in_thread, sleep
-from topicspider.signals import pages_durable, pages_flush_wanted
+from topicspider.signals import pages_durable
 from topicspider.storage import BatchOutcome, StorageError, Store, backend_for, write_isolating
 from topicspider.storage.spill import spill_pages
 from topicspider.urls import mask_url
@@ -70,7 +70,6 @@ class StoragePipeline:
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-storage")
         self.store: Store | None = None
         self.flusher = LoopingCall(self._timed_flush)
-        crawler.signals.connect(self._flush_wanted, signal=pages_flush_wanted)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
@@ -96,10 +95,6 @@ class StoragePipeline:
 
     def _timed_flush(self) -> Deferred[None]:
         return deferred_from_coro(self.flush())
-
-    def _flush_wanted(self) -> None:
-        # A signal handler may not return a Deferred; flush() logs its own failures.
-        self._timed_flush()
 
     async def flush(self) -> None:
         started = monotonic()
