@@ -56,7 +56,7 @@ sys.path.insert(0, str(REPO))
 
 from topicspider.localsite import generate_site, spawn  # noqa: E402
 from topicspider.middlewares.clusterpacing import HANDOFF_MARGIN  # noqa: E402
-from topicspider.runner import crawl_command, project_env  # noqa: E402
+from topicspider.runner import crawl_command, opened, project_env, push_seeds_command  # noqa: E402
 
 TOLERANCE = 0.010
 WORKER_COUNTS = (1, 2, 3)
@@ -127,13 +127,11 @@ def run_workers(config: Config, workers: int, hosts: list[Host], scratch: Path, 
                                                         env=project_env(), stdout=subprocess.DEVNULL, stderr=err)))
     deadline = time.monotonic() + timeout
     for workdir, process in processes:
-        while "Spider opened" not in (workdir / "stderr.txt").read_text():
+        while not opened(workdir / "stderr.txt"):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise BenchFailure(f"worker in {workdir} did not start")
             time.sleep(0.1)
-    push = [sys.executable, "-m", "scrapy", "push-seeds", ",".join(host.url for host in hosts),
-            *[part for name, value in settings.items() if name.startswith(("REDIS", "SCHEDULER"))
-              for part in ("-s", f"{name}={value}")]]
+    push = push_seeds_command(",".join(host.url for host in hosts), settings)
     subprocess.run(push, cwd=scratch, env=project_env(), check=True, capture_output=True)
     for workdir, process in processes:
         try:

@@ -21,9 +21,9 @@ from tests.conftest import run_project
 from tests.services import RedisCrawl
 from topicspider.cluster import ClusterKeys
 from topicspider.cluster.frontier import Exchange, Outgoing, RedisFrontier, level_field, queue_order
-from topicspider.cluster.hosts import Booking, HostTickets
+from topicspider.cluster.hosts import HostTickets
 from topicspider.localsite import generate_site
-from topicspider.runner import crawl_command, project_env
+from topicspider.runner import crawl_command, opened, project_env, push_seeds_command
 
 # Each worker is a real `scrapy crawl` process; on page-analysis workers they would
 # only add start-up time here.
@@ -48,7 +48,7 @@ class Worker:
 
     def wait_until_open(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
-        while "Spider opened" not in self.log():
+        while not opened(self.workdir / "stderr.txt"):
             assert self.process.poll() is None and time.monotonic() < deadline, self.log()[-3000:]
             time.sleep(0.1)
 
@@ -188,7 +188,11 @@ def test_give_back_returns_leased_requests_in_their_place(frontier: RedisFrontie
 def test_host_tickets_book_spaced_starts_and_cap_requests_in_flight(redis_crawl: RedisCrawl) -> None:
     tickets = HostTickets(redis_crawl.client)
     host = "127.0.0.9"
-    assert tickets.acquire(host, 0.5, 3, "w1:1", 60) == Booking(True, 0.0)
+    first = tickets.acquire(host, 0.5, 3, "w1:1", 60)
+    assert first.booked and first.wait == 0
+    # Asked again with the same ticket (its reply was lost): the same booking, no other.
+    again = tickets.acquire(host, 0.5, 3, "w1:1", 60)
+    assert again.booked and again.wait == 0 and again.start == first.start
     # Further off than the longest wait asked for: nothing booked, the wait told.
     refused = tickets.acquire(host, 0.5, 3, "w2:1", 60, longest_wait=0.1)
     assert not refused.booked and not refused.full and 0.4 < refused.wait <= 0.5
@@ -205,13 +209,26 @@ def test_host_tickets_book_spaced_starts_and_cap_requests_in_flight(redis_crawl:
     assert tickets.acquire(other, 0.2, 1, "w1:2", 0.3).booked
     assert tickets.acquire(other, 0.2, 1, "w2:2", 60).full
     time.sleep(0.4)
-    assert tickets.acquire(other, 0.2, 1, "w2:2", 60) == Booking(True, 0.0)
+    assert tickets.acquire(other, 0.2, 1, "w2:2", 60).wait == 0
     tickets.release(other, "w2:2")
     tickets.pause(other, 1.0)
     paused = tickets.acquire(other, 0.0, 5, "w3:2", 60)
     assert 0.8 < paused.wait <= 1.0
     waits = HostTickets.read_waits([other, "never-seen"], tickets.waits([other, "never-seen"]))
     assert 0.8 < waits[other] <= 1.0 and waits["never-seen"] == 0
+
+
+def test_a_ticket_handed_back_unused_gives_back_its_start(redis_crawl: RedisCrawl) -> None:
+    tickets = HostTickets(redis_crawl.client)
+    host = "127.0.0.11"
+    tickets.acquire(host, 0.5, 3, "w1:1", 60)
+    late = tickets.acquire(host, 0.5, 3, "w2:1", 60)
+    tickets.unbook(host, "w2:1", late)  # nobody booked after it: its start is free again
+    retaken = tickets.acquire(host, 0.5, 3, "w3:1", 60)
+    assert retaken.start == late.start
+    after = tickets.acquire(host, 0.5, 3, "w4:1", 60)
+    tickets.unbook(host, "w3:1", retaken)  # booked after: the host's next start stays
+    assert tickets.acquire(host, 0.5, 3, "w5:1", 60).wait > after.wait
 
 
 def test_three_workers_fetch_every_page_once_and_store_what_one_worker_stores(tmp_path, serve, crawl, redis_crawl):
@@ -226,9 +243,7 @@ def test_three_workers_fetch_every_page_once_and_store_what_one_worker_stores(tm
     workers = [Worker(tmp_path / f"w{n}", redis_crawl, DOWNLOAD_DELAY=0.05, REDIS_PREFETCH=4) for n in range(3)]
     for worker in workers:
         worker.wait_until_open()
-    pushed = run_project([sys.executable, "-m", "scrapy", "push-seeds", f"{shared.url}/",
-                          *[part for name, value in redis_crawl.settings().items() for part in ("-s", f"{name}={value}")]],
-                         tmp_path)
+    pushed = run_project(push_seeds_command(f"{shared.url}/", redis_crawl.settings()), tmp_path)
     assert pushed.returncode == 0, pushed.stderr
     finish(workers)
 

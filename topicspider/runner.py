@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,3 +32,18 @@ def crawl_command(
     for name, value in (settings or {}).items():
         command += ["-s", f"{name}={value}"]
     return command
+
+
+def push_seeds_command(seeds: str, settings: Mapping[str, object]) -> list[str]:
+    """``python -m scrapy push-seeds SEEDS`` with the Redis and queue-key settings
+    (``REDIS_*``, ``SCHEDULER_*``) of a worker's ``settings``."""
+    command = [sys.executable, "-m", "scrapy", "push-seeds", seeds]
+    for name, value in settings.items():
+        if name.startswith(("REDIS_", "SCHEDULER_")):
+            command += ["-s", f"{name}={value}"]
+    return command
+
+
+def opened(log: Path) -> bool:
+    """Whether the crawl logging to ``log`` (its stderr) has opened its spider."""
+    return log.exists() and "Spider opened" in log.read_text()

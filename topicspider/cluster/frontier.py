@@ -49,11 +49,12 @@ end
 local function requeue(data)
   local score = redis.call('HGET', KEYS[3], data)
   if not score then score = 0 end
-  redis.call('ZADD', KEYS[1], score, data)
+  local added = redis.call('ZADD', KEYS[1], score, data)
   redis.call('HDEL', KEYS[3], data)
   local level = redis.call('HGET', KEYS[4], data)
   if level then
-    count_level(KEYS[5], level, 1)
+    -- released: it counts again, unless the same bytes are queued already (and counted)
+    count_level(KEYS[5], level, added)
     redis.call('HDEL', KEYS[4], data)
   end
 end
@@ -106,18 +107,16 @@ return {#expired, popped}
 
 # KEYS: leases, released, levels. ARGV: data, level, ... Requests whose callback has
 # ended (their new requests are queued) stop counting in their level while still leased
-# until their page is stored: the next level need not wait for storage. Returns how
-# many were released; one whose lease ran out already counts again as queued.
+# until their page is stored: the next level need not wait for storage. One whose lease
+# ran out already counts again as queued, and is left so.
 RELEASE = FUNCTIONS + """
-local released = 0
 for i = 1, #ARGV, 2 do
   if ARGV[i + 1] ~= '' and redis.call('ZSCORE', KEYS[1], ARGV[i])
       and redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) == 1 then
     count_level(KEYS[3], ARGV[i + 1], -1)
-    released = released + 1
   end
 end
-return released
+return 0
 """
 
 # KEYS: queue, leases, scores, released, levels. ARGV: data, level, ... Returns how many

@@ -23,6 +23,8 @@ FOREVER = 1e9  # seconds: no longest wait
 class Booking:
     booked: bool  # the ticket is taken
     wait: float  # seconds until the booked start, or until the host's next start; -1: host full
+    start: str = ""  # booked: the start and the host's next start after it, as Redis has them
+    next_start: str = ""
 
     @property
     def full(self) -> bool:
@@ -30,24 +32,42 @@ class Booking:
 
 # KEYS: host hash, in-flight set. ARGV: delay, in-flight limit, ticket, ticket lifetime,
 # key lifetime, longest wait. Takes the ticket, booking the host's next start, and
-# returns {1, seconds until that start ("0": now)}; or takes nothing and returns {0, "-1"}
-# when the host has its limit of requests in flight or booked, {0, seconds} when its
-# next start is further off than the longest wait. Booking, rather than asking again when
-# the time has come, keeps each host's requests first come, first served across the
-# workers: a worker that waited cannot lose the start to one that asks just then.
-# (Strings: Redis truncates Lua numbers to integers.)
+# returns {1, seconds until that start ("0": now), the start, the next start it set};
+# or takes nothing and returns {0, "-1"} when the host has its limit of requests in
+# flight or booked, {0, seconds} when its next start is further off than the longest
+# wait. Booking, rather than asking again when the time has come, keeps each host's
+# bookings first come, first served across the workers: a worker that waited cannot
+# lose the start to one that asks just then. Asking again with a ticket already taken
+# (its reply was lost) returns its booking. (Strings: Redis truncates Lua numbers.)
 ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local taken = redis.call('ZSCORE', KEYS[2], ARGV[3])
+if taken then
+  local start = tonumber(taken) - tonumber(ARGV[4])
+  return {1, tostring(math.max(0, start - now)), tostring(start), ''}
+end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return {0, '-1'} end
 local start = math.max(now, tonumber(redis.call('HGET', KEYS[1], 'next') or '0'))
 if start - now > tonumber(ARGV[6]) then return {0, tostring(start - now)} end
-redis.call('HSET', KEYS[1], 'next', tostring(start + tonumber(ARGV[1])))
+local next_start = tostring(start + tonumber(ARGV[1]))
+redis.call('HSET', KEYS[1], 'next', next_start)
 redis.call('ZADD', KEYS[2], start + tonumber(ARGV[4]), ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 redis.call('EXPIRE', KEYS[2], ARGV[5])
-return {1, tostring(start - now)}
+return {1, tostring(start - now), tostring(start), next_start}
+"""
+
+# KEYS: host hash, in-flight set. ARGV: ticket, its start, the next start it set. Hands
+# a booked ticket back unused; the host's next start goes back to the ticket's start
+# unless someone booked or paused after it.
+UNBOOK = """
+redis.call('ZREM', KEYS[2], ARGV[1])
+if ARGV[3] ~= '' and redis.call('HGET', KEYS[1], 'next') == ARGV[3] then
+  redis.call('HSET', KEYS[1], 'next', ARGV[2])
+end
+return 1
 """
 
 # KEYS: host hash. ARGV: seconds, key lifetime. Nobody starts on the host before now + seconds.
@@ -83,6 +103,7 @@ class HostTickets:
         self._acquire = server.register_script(ACQUIRE)
         self._pause = server.register_script(PAUSE)
         self._waits = server.register_script(WAITS)
+        self._unbook = server.register_script(UNBOOK)
 
     @staticmethod
     def _keys(host: str) -> list[str]:
@@ -98,9 +119,13 @@ class HostTickets:
         start) and book its start, pushing the host's next start ``delay`` seconds past
         it; unless the host already has ``limit`` requests in flight or booked, or its
         next start is more than ``longest_wait`` seconds off."""
-        booked, wait = self._acquire(keys=self._keys(host), args=[
+        booked, wait, *times = self._acquire(keys=self._keys(host), args=[
             delay, limit, ticket, lifetime, self._lifetime(delay + lifetime), longest_wait])
-        return Booking(bool(booked), float(wait))
+        return Booking(bool(booked), float(wait), *(time.decode() for time in times))
+
+    def unbook(self, host: str, ticket: str, booking: Booking) -> None:
+        """Hand back a booked ticket unused, and its start if nobody booked after it."""
+        self._unbook(keys=self._keys(host), args=[ticket, booking.start, booking.next_start])
 
     def waits(self, hosts: list[str], client: Any = None) -> Any:
         """Seconds until each host's next start may be (queued on ``client``, a

@@ -44,7 +44,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 from twisted.python.threadpool import ThreadPool
 
-from topicspider.cluster import GIVE_BACK_META, RETURNED_META, ClusterKeys, connect, redis_url
+from topicspider.cluster import DECLINED_META, GIVE_BACK_META, RETURNED_META, ClusterKeys, connect, redis_url
 from topicspider.cluster.frontier import Exchange, ExchangeResult, Outgoing, RedisFrontier, level_field, queue_order
 from topicspider.config import get_bool, get_float, get_int
 from topicspider.dupefilter import Verdict
@@ -115,6 +115,7 @@ class ClusterScheduler(FrontierScheduler):
         self.last_renewal = monotonic()
         self.last_given = monotonic()
         self.closing = False
+        self.closed = False
         self.error_logged = False
         self.logged_local_only = False
         self.ticker = LoopingCall(self._kick)
@@ -158,6 +159,8 @@ class ClusterScheduler(FrontierScheduler):
         if request.meta.pop(RETURNED_META, False):
             self._returned(request)
             return True
+        # A redirect or retry of a request handed back once may be handed back once more.
+        request.meta.pop(DECLINED_META, None)
         self._forget_download_slot(request)
         fingerprint: bytes | None = None
         if not (request.dont_filter or self.df.redirect_within_identity(request)):
@@ -242,6 +245,8 @@ class ClusterScheduler(FrontierScheduler):
     # The round trip
 
     def _kick(self) -> None:
+        if self.closed:
+            return  # a kick scheduled before the close: the thread pool is gone
         if self.pumping:
             self.pump_again = True
             return
@@ -519,6 +524,7 @@ class ClusterScheduler(FrontierScheduler):
         self.held_count = 0
         while self.mqs.pop() is not None:
             pass
+        self.closed = True
         self.pool.stop()
         await super()._close(reason)
 

@@ -29,10 +29,12 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request, Response
 from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.misc import load_object
 from twisted.python.threadpool import ThreadPool
 
 from topicspider.cluster import DECLINED_META, GIVE_BACK_META, RETURNED_META, connect, redis_url
 from topicspider.cluster.hosts import FOREVER, Booking, HostTickets
+from topicspider.cluster.scheduler import ClusterScheduler
 from topicspider.config import get_float, get_int
 from topicspider.middlewares.pacing import PacingMiddleware
 from topicspider.reactor_tools import in_thread, sleep
@@ -51,8 +53,9 @@ logger = logging.getLogger(__name__)
 HANDOFF_MARGIN = 0.02
 # A ticket whose request is this much later than its booked start (a stalled or
 # descheduled worker: 60 ms was seen) could leave too close to the next one, booked by
-# another worker: it is handed back and a new one booked.
+# another worker: it is handed back and a new one booked, up to STALE_RETRIES times.
 STALE_TICKET = HANDOFF_MARGIN / 2
+STALE_RETRIES = 3
 # Seconds between asks while a host's places are all taken: doubling up to the maximum.
 IN_FLIGHT_POLL = 0.05
 IN_FLIGHT_POLL_MAX = 0.8
@@ -82,6 +85,9 @@ class ClusterPacingMiddleware(PacingMiddleware):
         self.worker = uuid.uuid4().hex[:12]
         self.numbers = itertools.count()
         self.held: dict[Request, tuple[str, str]] = {}  # request -> (host, ticket)
+        # Handing a request back needs the cluster scheduler to take it (an explicit
+        # -s SCHEDULER may replace it): any other would drop it as seen.
+        self.may_decline = issubclass(load_object(settings["SCHEDULER"]), ClusterScheduler)
         self.logged_error = False
         for pool in (self.pool, self.updates):
             crawler.signals.connect(pool.start, signal=signals.engine_started)
@@ -118,12 +124,12 @@ class ClusterPacingMiddleware(PacingMiddleware):
         started = monotonic()
         poll = IN_FLIGHT_POLL
         waited = False
-        longest_wait = FOREVER if request.meta.get(DECLINED_META) else DECLINE_OVER
+        stale = 0
+        may_decline = self.may_decline and not request.meta.get(DECLINED_META)
+        ticket = self._new_ticket()  # kept when Redis fails: it may have been taken
         while True:
-            ticket = self._new_ticket()
-            asked = monotonic()
-            booking = await self._acquire(host, delay, ticket, lifetime, longest_wait)
-            if booking is None:
+            reply = await self._acquire(host, delay, ticket, lifetime, DECLINE_OVER if may_decline else FOREVER)
+            if reply is None:
                 if not self.crawler.crawling:
                     # Closing, and Redis is gone: give the request back rather than wait forever.
                     request.meta[GIVE_BACK_META] = True
@@ -131,6 +137,7 @@ class ClusterPacingMiddleware(PacingMiddleware):
                 await sleep(ERROR_RETRY)
                 waited = True
                 continue
+            booking, answered = reply
             if booking.full:
                 await sleep(poll)
                 poll = min(poll * 2, IN_FLIGHT_POLL_MAX)
@@ -143,9 +150,11 @@ class ClusterPacingMiddleware(PacingMiddleware):
             if booking.wait > 0:
                 await sleep(booking.wait)
                 waited = True
-            if delay and monotonic() - asked - booking.wait > STALE_TICKET:
+            if delay and monotonic() - answered - booking.wait > STALE_TICKET and stale < STALE_RETRIES:
+                stale += 1
                 self.stats.inc_value("pacing/cluster_stale_tickets")
-                self._release(host, ticket)
+                self._in_background("hand back a ticket on", host, self.tickets.unbook, host, ticket, booking)
+                ticket = self._new_ticket()
                 continue
             return ticket, monotonic() - started if waited else 0.0
 
@@ -153,14 +162,20 @@ class ClusterPacingMiddleware(PacingMiddleware):
         return f"{self.worker}:{next(self.numbers)}"
 
     async def _acquire(self, host: str, delay: float, ticket: str, lifetime: float,
-                       longest_wait: float) -> Booking | None:
-        """The host's answer; None when Redis failed."""
+                       longest_wait: float) -> tuple[Booking, float] | None:
+        """The host's answer, and when it came (monotonic, on the thread that asked);
+        None when Redis failed."""
         try:
-            return await in_thread(self.pool, self.tickets.acquire, host, delay, self.limit, ticket, lifetime,
-                                   longest_wait)
+            return await in_thread(self.pool, self._acquire_now, host, delay, ticket, lifetime, longest_wait)
         except Exception as exc:  # noqa: BLE001 - Redis failed: wait and ask again, never go unpaced
             self._redis_failed("take a place on", host, exc)
             return None
+
+    def _acquire_now(self, host: str, delay: float, ticket: str, lifetime: float,
+                     longest_wait: float) -> tuple[Booking, float]:
+        # The answer's time is taken here, not on the reactor: the reactor's lag in
+        # taking the answer is part of how late the request leaves.
+        return self.tickets.acquire(host, delay, self.limit, ticket, lifetime, longest_wait), monotonic()
 
     def _redis_failed(self, action: str, host: str, exc: Exception) -> None:
         self.stats.inc_value("pacing/cluster_errors")
