@@ -186,19 +186,16 @@ class ClusterPacingMiddleware(PacingMiddleware):
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
         result = super().process_response(request, response)  # a back-off pauses the host first
-        self._release_held(request)
+        self._release(request)
         return result
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        self._release_held(request)
+        self._release(request)
 
-    def _release_held(self, request: Request) -> None:
+    def _release(self, request: Request) -> None:
         entry = self.held.pop(request, None)
         if entry is not None:
-            self._release(*entry)
-
-    def _release(self, host: str, ticket: str) -> None:
-        self._in_background("free a place on", host, self.tickets.release, host, ticket)
+            self._in_background("free a place on", entry[0], self.tickets.release, *entry)
 
     def pause_host(self, host: str, wait: float) -> None:
         self._in_background("pause", host, self.tickets.pause, host, wait)
