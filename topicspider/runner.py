@@ -19,12 +19,17 @@ def project_env() -> dict[str, str]:
     return {**os.environ, "SCRAPY_SETTINGS_MODULE": "topicspider.settings", "PYTHONPATH": path}
 
 
+def scrapy_command(*arguments: str) -> list[str]:
+    """``python -m scrapy ARGUMENTS`` with this interpreter."""
+    return [sys.executable, "-m", "scrapy", *arguments]
+
+
 def crawl_command(
     seeds: str, depth: int | str | None = None, settings: dict[str, object] | None = None, **arguments: str
 ) -> list[str]:
     """``python -m scrapy crawl topic`` with ``-a`` (``seeds``, ``depth`` and any other
     spider ``arguments``) and ``-s`` options."""
-    command = [sys.executable, "-m", "scrapy", "crawl", "topic", "-a", f"seeds={seeds}"]
+    command = scrapy_command("crawl", "topic", "-a", f"seeds={seeds}")
     if depth is not None:
         command += ["-a", f"depth={depth}"]
     for name, value in arguments.items():
@@ -37,7 +42,7 @@ def crawl_command(
 def push_seeds_command(seeds: str, settings: Mapping[str, object]) -> list[str]:
     """``python -m scrapy push-seeds SEEDS`` with the Redis and queue-key settings
     (``REDIS_*``, ``SCHEDULER_*``) of a worker's ``settings``."""
-    command = [sys.executable, "-m", "scrapy", "push-seeds", seeds]
+    command = scrapy_command("push-seeds", seeds)
     for name, value in settings.items():
         if name.startswith(("REDIS_", "SCHEDULER_")):
             command += ["-s", f"{name}={value}"]

@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
 from topicspider.urls import mask_url
+
+if TYPE_CHECKING:
+    from topicspider.search.index import Dialect
 
 T = TypeVar("T")
 
@@ -53,6 +56,11 @@ class Store(Protocol):
     def write_pages(self, pages: Sequence[PageItem]) -> int:
         """Insert or update ``pages`` and their e-mails in one transaction; return the
         number of e-mail rows written."""
+        ...
+
+    def transaction(self, work: Callable[[Any, Dialect], T], *, write: bool = False) -> T:
+        """``work(cursor, dialect)``'s result, in a transaction of its own: the search
+        index's and the console's queries (:mod:`topicspider.search.index`)."""
         ...
 
     def close(self) -> None: ...

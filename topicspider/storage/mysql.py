@@ -23,10 +23,11 @@ next call.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import pymysql
@@ -36,10 +37,12 @@ from pymysql.cursors import Cursor
 from topicspider.config import ConfigError
 from topicspider.fingerprint import identity_digest
 from topicspider.items import PageItem
+from topicspider.search.index import MYSQL, Dialect, index_pages, pages_terms
 from topicspider.storage import StorageError, chunks
 from topicspider.storage.seen import SeenURL, URLState
 from topicspider.urls import mask_url
 
+T = TypeVar("T")
 DEFAULT_PORT = 3306
 CONNECT_TIMEOUT = 10  # seconds
 IO_TIMEOUT = 120  # seconds: a batch of large pages over a slow link
@@ -61,7 +64,7 @@ RETRYABLE_CODES = frozenset({
 })
 
 TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -104,6 +107,24 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             last_error VARCHAR(500) NULL,
             PRIMARY KEY (job, fingerprint),
             KEY urls_by_state (job, state, depth)
+        ) {TABLE_OPTIONS}""",
+    ),
+    # The search index (topicspider.search.index); pages stored before it are indexed
+    # by `scrapy search --reindex`. Terms compare as bytes: the index lower-cases them,
+    # and a language collation would make distinct words equal.
+    3: (
+        f"""CREATE TABLE IF NOT EXISTS search_docs (
+            page_id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
+            length INT UNSIGNED NOT NULL,
+            CONSTRAINT search_docs_page FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE
+        ) {TABLE_OPTIONS}""",
+        f"""CREATE TABLE IF NOT EXISTS search_postings (
+            term VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+            page_id BIGINT UNSIGNED NOT NULL,
+            tf INT UNSIGNED NOT NULL,
+            PRIMARY KEY (term, page_id),
+            KEY search_postings_by_page (page_id),
+            CONSTRAINT search_postings_page FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE
         ) {TABLE_OPTIONS}""",
     ),
 }
@@ -261,6 +282,9 @@ class _Connected:
         except (ValueError, TypeError, UnicodeError) as exc:  # a value that cannot be sent
             self._discard(False)
             raise StorageError(f"MySQL at {self.target.where}: {type(exc).__name__}: {exc}") from exc
+        except BaseException:
+            self._discard(False)  # a caller's own error: nothing of its transaction is kept
+            raise
 
     def _discard(self, lost: bool) -> None:
         if self._connection is None:
@@ -299,11 +323,22 @@ class MySQLStore(_Connected):
     """The storage pipeline's backend."""
 
     def write_pages(self, pages: Sequence[PageItem]) -> int:
-        result: int = self._run(self._write, pages)
+        terms = pages_terms([(page.title, page.text) for page in pages])
+        result: int = self._run(self._write, pages, terms)
+        return result
+
+    def transaction(self, work: Callable[[Any, Dialect], T], *, write: bool = False) -> T:
+        """``work(cursor, dialect)``'s result, in a transaction of its own (rolled back if
+        ``work`` raises). ``write`` is SQLite's concern: InnoDB locks rows as it goes."""
+        def run(connection: Connection[Cursor]) -> T:
+            with connection.cursor() as cursor:
+                return work(cursor, MYSQL)
+
+        result: T = self._run(run)
         return result
 
     @staticmethod
-    def _write(connection: Connection[Cursor], pages: Sequence[PageItem]) -> int:
+    def _write(connection: Connection[Cursor], pages: Sequence[PageItem], terms: list[Counter[str]]) -> int:
         with connection.cursor() as cursor:
             # pymysql sends this as multi-row INSERTs, not one statement per page.
             cursor.executemany(UPSERT_PAGE, [_page_row(page) for page in pages])
@@ -312,6 +347,8 @@ class MySQLStore(_Connected):
                 cursor.execute(f"DELETE FROM emails WHERE page_id IN ({_marks(chunk)})", chunk)
             rows = [(ids[identity_digest(page.url)], email) for page in pages for email in page.emails]
             cursor.executemany("INSERT IGNORE INTO emails (page_id, email) VALUES (%s, %s)", rows)
+            index_pages(cursor, MYSQL, [(ids[identity_digest(page.url)], page_terms)
+                                        for page, page_terms in zip(pages, terms)])
         return len(rows)
 
 

@@ -7,16 +7,20 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
+from topicspider.search.index import SQLITE, Dialect, index_pages, pages_terms
 from topicspider.storage import StorageError, chunks
 from topicspider.urls import mask_url
 
-SCHEMA_VERSION = 1
+T = TypeVar("T")
+
+SCHEMA_VERSION = 2
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -40,6 +44,21 @@ MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX emails_by_email ON emails (email);
     CREATE INDEX pages_by_fetched_at ON pages (fetched_at);
+    """,
+    # The search index (topicspider.search.index); pages stored before it are indexed
+    # by `scrapy search --reindex`.
+    2: """
+    CREATE TABLE search_docs (
+        page_id INTEGER PRIMARY KEY REFERENCES pages(id) ON DELETE CASCADE,
+        length INTEGER NOT NULL
+    );
+    CREATE TABLE search_postings (
+        term TEXT NOT NULL,
+        page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+        tf INTEGER NOT NULL,
+        PRIMARY KEY (term, page_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX search_postings_by_page ON search_postings (page_id);
     """,
 }
 
@@ -104,6 +123,7 @@ class SQLiteStore:
             raise StorageError(f"{type(exc).__name__}: {exc}") from exc
 
     def _write(self, pages: Sequence[PageItem]) -> int:
+        terms = pages_terms([(p.title, p.text) for p in pages])
         cursor = self.connection.cursor()
         cursor.execute("BEGIN IMMEDIATE")
         try:
@@ -116,6 +136,7 @@ class SQLiteStore:
             cursor.executemany("DELETE FROM emails WHERE page_id = ?", [(i,) for i in ids.values()])
             rows = [(ids[p.url], email) for p in pages for email in p.emails]
             cursor.executemany("INSERT OR IGNORE INTO emails (page_id, email) VALUES (?, ?)", rows)
+            index_pages(cursor, SQLITE, [(ids[p.url], page_terms) for p, page_terms in zip(pages, terms)])
             cursor.execute("COMMIT")
         except BaseException:
             cursor.execute("ROLLBACK")
@@ -130,6 +151,23 @@ class SQLiteStore:
             ids.update((url, page_id) for page_id, url in cursor.execute(
                 f"SELECT id, url FROM pages WHERE url IN ({marks})", chunk))
         return ids
+
+    def transaction(self, work: Callable[[Any, Dialect], T], *, write: bool = False) -> T:
+        """``work(cursor, dialect)``'s result, in a transaction of its own (rolled back if
+        ``work`` raises)."""
+        cursor = self.connection.cursor()
+        try:
+            # IMMEDIATE takes the write lock first: a read lock upgraded later can fail at once.
+            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                result = work(cursor, SQLITE)
+            except BaseException:
+                cursor.execute("ROLLBACK")
+                raise
+            cursor.execute("COMMIT")
+            return result
+        except sqlite3.Error as exc:
+            raise StorageError(str(exc), retryable=isinstance(exc, sqlite3.OperationalError)) from exc
 
     def close(self) -> None:
         self.connection.close()

@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 from topicspider.config import ConfigError
 
@@ -43,22 +44,30 @@ def default_stopwords() -> frozenset[str]:
     return frozenset(word for line in text.splitlines() if not line.startswith("#") for word in line.split())
 
 
+class Backend(NamedTuple):
+    cut: Cut  # precise mode
+    cut_for_search: Cut  # precise mode's words, then the dictionary words inside them
+    add_word: Callable[[str], None]
+
+
 @cache
-def _backend(name: str) -> tuple[Cut, Callable[[str], None]]:
-    """The named segmenter's cut and add-word functions, its dictionary loaded."""
+def _backend(name: str) -> Backend:
+    """The named segmenter, its dictionary loaded."""
     if name == "jieba":
         import jieba
 
         jieba.setLogLevel(logging.WARNING)
         jieba.initialize()
-        return (lambda text: jieba.lcut(text, HMM=True)), jieba.add_word
+        return Backend(lambda text: jieba.lcut(text, HMM=True), lambda text: jieba.lcut_for_search(text, HMM=True),
+                       jieba.add_word)
     if name == "rjieba":
         try:
             import rjieba
         except ImportError:
             raise ConfigError("TOPIC_SEGMENTER is 'rjieba' but rjieba is not installed: pip install rjieba") from None
         # rjieba's add_word wants freq and tag; None lets it pick a frequency, as jieba does.
-        return (lambda text: rjieba.cut(text, hmm=True)), (lambda word: rjieba.add_word(word, None, None))
+        return Backend(lambda text: rjieba.cut(text, hmm=True), lambda text: rjieba.cut_for_search(text, hmm=True),
+                       lambda word: rjieba.add_word(word, None, None))
     raise ConfigError(f"TOPIC_SEGMENTER must be one of {', '.join(SEGMENTERS)}, got {name!r}")
 
 
@@ -97,7 +106,7 @@ class Segmenter:
         self.keep: set[str] = set()
         self._pending_words = list(keep)
         self._added_words: list[str] = []
-        self._cut: Cut | None = None
+        self._backend: Backend | None = None
 
     def __getstate__(self) -> dict[str, object]:
         # Sent to a page-analysis process (topicspider.pagepool): the dictionary is
@@ -111,23 +120,31 @@ class Segmenter:
     def load(self) -> None:
         """Load the dictionary (about a second for jieba): call it off the reactor thread."""
         with _load_lock:
-            cut, add_word = _backend(self.backend)
+            backend = _backend(self.backend)
             for word in self._pending_words:
-                add_word(word)
+                backend.add_word(word)
                 self.keep.add(word.lower())
             self._added_words += self._pending_words
             self._pending_words = []
-            self._cut = cut
+            self._backend = backend
 
     def add_words(self, words: Iterable[str]) -> None:
         """Words to keep whole: the topic's own terms and the user dictionary's."""
         self._pending_words.extend(words)
-        if self._cut is not None:
+        if self._backend is not None:
             self.load()
 
     def terms(self, text: str) -> list[str]:
         """Every term of ``text``, in order: what training learns from."""
-        tokens = self._cut_text(text)
+        return self._terms(self._cut_text(text))
+
+    def search_terms(self, text: str) -> list[str]:
+        """The terms of ``text`` in jieba's search mode: each word, and the dictionary
+        words of two or three characters inside it (新闻 inside 新闻网), so that a search
+        for the shorter word finds the longer one."""
+        return self._terms(self._loaded().cut_for_search(text))
+
+    def _terms(self, tokens: list[str]) -> list[str]:
         if self.backend == "rjieba":
             tokens = _as_jieba_cuts(tokens)
         return [term for term in (token.strip().lower() for token in tokens) if self.is_term(term)]
@@ -154,10 +171,13 @@ class Segmenter:
         return counts
 
     def _cut_text(self, text: str) -> list[str]:
-        if self._cut is None:
+        return self._loaded().cut(text)
+
+    def _loaded(self) -> Backend:
+        if self._backend is None:
             self.load()
-        assert self._cut is not None
-        return self._cut(text)
+        assert self._backend is not None
+        return self._backend
 
     def is_term(self, term: str) -> bool:
         if term in self.keep:

@@ -1,0 +1,234 @@
+"""The search index: terms, snippets, BM25 ranking on SQLite and MySQL alike, and
+``scrapy search`` over a real crawl."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_project
+from tests.services import query
+from topicspider.items import PageItem
+from topicspider.runner import scrapy_command
+from topicspider.search.index import Results, idf, reindex_missing, search
+from topicspider.search.snippet import Piece, as_text, highlight, snippet
+from topicspider.search.terms import TITLE_WEIGHT, document_terms, query_terms
+from topicspider.storage import Store, open_store
+
+NOW = "2026-11-30T00:00:00+00:00"
+
+
+def page(url: str, title: str, text: str, **fields: Any) -> PageItem:
+    return PageItem(url=url, title=title, depth=0, http_status=200, fetched_at=NOW, text=text, **fields)
+
+
+# -- terms ---------------------------------------------------------------------------
+
+
+def test_a_two_character_word_is_indexed_inside_a_longer_one() -> None:
+    terms = document_terms("", "新华网新闻中心报道中华人民共和国")
+    assert {"新闻", "新华网", "新华", "人民", "中华人民共和国"} <= set(terms)
+
+
+def test_title_terms_count_more_than_body_terms() -> None:
+    terms = document_terms("Python 新闻", "python 新闻 python")
+    assert terms["python"] == 2 + TITLE_WEIGHT
+    assert terms["新闻"] == 1 + TITLE_WEIGHT
+
+
+def test_queries_are_cut_in_precise_mode_lower_case_without_stopwords() -> None:
+    assert query_terms("Python 的 新闻 新闻") == ["python", "新闻"]
+    assert query_terms("中华人民共和国") == ["中华人民共和国"]
+    assert query_terms("的 a") == []
+
+
+def test_idf_falls_with_document_frequency_and_stays_positive() -> None:
+    assert idf(100, 1) > idf(100, 10) > idf(100, 100) > 0
+
+
+# -- snippets ------------------------------------------------------------------------
+
+
+def test_highlight_marks_every_occurrence_longest_first_in_any_case() -> None:
+    pieces = highlight("Python新闻网 and PYTHON", ["python", "新闻", "新闻网"])
+    assert pieces == [Piece("Python", True), Piece("新闻网", True), Piece(" and ", False), Piece("PYTHON", True)]
+
+
+def test_snippet_shows_the_window_with_most_distinct_terms() -> None:
+    text = "新闻 " + "填充 " * 200 + "新闻 python 在这里 " + "填充 " * 200
+    pieces = snippet(text, ["新闻", "python"], width=60)
+    rendered = as_text(pieces)
+    assert "[新闻] [python]" in rendered
+    assert rendered.startswith("…") and rendered.endswith("…")
+    assert len(rendered.replace("[", "").replace("]", "")) <= 62
+
+
+def test_snippet_without_a_match_is_the_start_of_the_text() -> None:
+    assert as_text(snippet("一二三四五六七八九十", ["新闻"], width=4)) == "一二三四…"
+    assert snippet("", ["新闻"]) == []
+
+
+# -- the index on both backends -------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "mysql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    url = f"sqlite:///{tmp_path}/search.db" if request.param == "sqlite" else request.getfixturevalue("mysql_url")
+    opened = open_store(url)
+    yield opened
+    opened.close()
+
+
+def find(store: Store, words: str, limit: int = 10, offset: int = 0) -> Results:
+    return store.transaction(lambda cursor, dialect: search(cursor, dialect, words, limit, offset))
+
+
+def urls(results: Results) -> list[str]:
+    return [hit.url for hit in results.hits]
+
+
+CORPUS = [
+    page("http://a.cn/news", "今日新闻", "新闻联播报道了经济新闻。联系 editor@a.cn", emails=["editor@a.cn"], relevance=0.8),
+    page("http://a.cn/site", "新华网", "新华网是一个新闻网站，也报道体育。"),
+    page("http://a.cn/python", "Python tutorial", "Learn Python programming. 学习编程语言很有趣。", relevance=0.2),
+    page("http://a.cn/sport", "体育", "足球 篮球 比赛 " * 20),
+]
+
+
+def test_two_character_chinese_english_and_mixed_queries(store: Store) -> None:
+    store.write_pages(CORPUS)
+
+    news = find(store, "新闻")
+    assert news.total == 2
+    assert urls(news) == ["http://a.cn/news", "http://a.cn/site"], "in the title and twice in the text ranks first"
+    assert news.hits[0].emails == ["editor@a.cn"] and news.hits[0].relevance == pytest.approx(0.8)
+    assert Piece("新闻", True) in news.hits[0].title_pieces
+    assert "[新闻]联播" in as_text(news.hits[0].snippet)
+
+    assert urls(find(store, "PYTHON")) == ["http://a.cn/python"]
+    mixed = find(store, "python 体育")
+    assert set(urls(mixed)) == {"http://a.cn/python", "http://a.cn/site", "http://a.cn/sport"}
+    assert find(store, "不存在的词语").total == 0
+
+
+def test_results_page_through_in_rank_order(store: Store) -> None:
+    store.write_pages([page(f"http://a.cn/{n}", f"第{n}页", "新闻 " * n + "其他 内容 " * 10) for n in range(1, 8)])
+
+    first, second = find(store, "新闻", limit=4), find(store, "新闻", limit=4, offset=4)
+
+    assert first.total == second.total == 7
+    ranked = urls(first) + urls(second)
+    assert ranked == [f"http://a.cn/{n}" for n in range(7, 0, -1)], "more occurrences, higher score"
+    scores = [hit.score for hit in first.hits + second.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_the_index_follows_a_page_that_is_stored_again(store: Store) -> None:
+    store.write_pages([page("http://a.cn/x", "旧标题", "足球新闻")])
+    assert urls(find(store, "足球")) == ["http://a.cn/x"]
+
+    store.write_pages([page("http://a.cn/x", "新标题", "篮球比赛")])
+
+    assert find(store, "足球").total == 0, "the old words left the index"
+    assert urls(find(store, "篮球")) == ["http://a.cn/x"]
+
+
+def test_a_hostile_title_comes_back_as_text(store: Store) -> None:
+    title = "<script>alert('新闻')</script> O'Reilly \"引号\"; DROP TABLE pages; --"
+    store.write_pages([page("http://a.cn/evil", title, "新闻")])
+
+    hit = find(store, "新闻 DROP").hits[0]
+
+    assert "".join(piece.text for piece in hit.title_pieces) == title
+    assert find(store, "'; DROP TABLE search_postings; --").total == 1
+
+
+def test_pages_stored_before_the_index_are_indexed_by_reindex(store: Store) -> None:
+    store.write_pages(CORPUS)
+
+    def forget(cursor: Any, dialect: Any) -> None:
+        cursor.execute("DELETE FROM search_postings")
+        cursor.execute("DELETE FROM search_docs")
+
+    store.transaction(forget, write=True)
+    assert find(store, "新闻").total == 0
+
+    done = store.transaction(lambda cursor, dialect: reindex_missing(cursor, dialect, 3), write=True)
+    rest = store.transaction(lambda cursor, dialect: reindex_missing(cursor, dialect, 3), write=True)
+
+    assert (done, rest) == (3, 1)
+    assert find(store, "新闻").total == 2
+
+
+def test_a_failing_read_rolls_back_its_writes(store: Store) -> None:
+    store.write_pages(CORPUS)
+
+    def half_done(cursor: Any, dialect: Any) -> None:
+        cursor.execute("DELETE FROM search_postings")
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError):
+        store.transaction(half_done, write=True)
+    assert find(store, "新闻").total == 2
+
+
+# -- a real crawl, then ``scrapy search`` ----------------------------------------------
+
+
+def test_a_crawl_indexes_pages_as_it_stores_them_and_scrapy_search_finds_them(crawl) -> None:
+    from topicspider.localsite import spawn
+
+    demo = Path(__file__).resolve().parent.parent / "topicspider" / "demo" / "site"
+    process, port = spawn(demo)
+    try:
+        result = crawl(f"http://127.0.0.1:{port}/", depth=3)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert result.returncode == 0, result.stderr
+    database = result.workdir / "topicspider.db"
+    with sqlite3.connect(database) as connection:
+        pages, indexed = connection.execute(
+            "SELECT (SELECT COUNT(*) FROM pages), (SELECT COUNT(*) FROM search_docs)").fetchone()
+    assert pages >= 5 and indexed == pages, "every stored page is in the index"
+
+    chinese = run_project(scrapy_command("search", "公式"), result.workdir)
+    english = run_project(scrapy_command("search", "spreadsheet", "-n", "1"), result.workdir)
+    nothing = run_project(scrapy_command("search", "的"), result.workdir)
+
+    assert chinese.returncode == 0, chinese.stderr
+    assert "/guide/formulas.html" in chinese.stdout and "[公式]" in chinese.stdout
+    assert english.returncode == 0, english.stderr
+    lines = english.stdout.splitlines()
+    assert "/guide/english.html" in english.stdout and "[Spreadsheet]" in english.stdout
+    assert lines[0].startswith(tuple("123456789")) and lines[0].endswith("1-1:")
+    assert "No searchable words" in nothing.stdout
+
+
+def test_scrapy_search_reports_a_bad_database_in_one_line(tmp_path: Path) -> None:
+    done = run_project(scrapy_command("search", "新闻", "-s", "DATABASE_URL=mysql://root:secret@127.0.0.1:1/x"), tmp_path)
+
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "topicspider: error: cannot connect to MySQL at 127.0.0.1:1: Can't connect to MySQL server on "
+        "'127.0.0.1' ([Errno 111] Connection refused) (2003)"]
+    assert "secret" not in done.stdout + done.stderr
+
+
+def test_mysql_and_sqlite_rank_alike(tmp_path: Path, mysql_url: str) -> None:
+    stores = [open_store(f"sqlite:///{tmp_path}/alike.db"), open_store(mysql_url)]
+    try:
+        rankings = []
+        for each in stores:
+            each.write_pages(CORPUS)
+            found = find(each, "新闻 python 体育")
+            rankings.append([(hit.url, round(hit.score, 9)) for hit in found.hits])
+    finally:
+        for each in stores:
+            each.close()
+    assert rankings[0] == rankings[1]
+    assert query(mysql_url, "SELECT COUNT(*) FROM search_docs") == [(len(CORPUS),)]

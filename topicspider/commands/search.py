@@ -1,0 +1,113 @@
+"""``scrapy search QUERY``: the stored pages that best match QUERY, ranked by BM25 over
+the search index (:mod:`topicspider.search`), printed with title, URL, a snippet with
+the matching words marked, the page's topic relevance and its e-mail addresses.
+
+``--reindex`` first indexes the stored pages the index lacks (a database written before
+the index existed). A bad database gets one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import TYPE_CHECKING
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from topicspider.config import ConfigError
+from topicspider.search.index import Results, reindex_missing, search
+from topicspider.search.snippet import Piece
+from topicspider.storage import StorageError, Store, open_store
+from topicspider.urls import mask_url
+
+if TYPE_CHECKING:
+    import argparse
+
+REINDEX_BATCH = 200
+# Crawled text is hostile: no terminal control sequence of a page reaches the terminal.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+BOLD, PLAIN = "\x1b[1m", "\x1b[0m"
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "QUERY [-n N] [--offset K] [--reindex] [-s DATABASE_URL=...]"
+
+    def short_desc(self) -> str:
+        return "Search the stored pages by keyword (Chinese, English or both)"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("-n", "--limit", type=int, default=10, help="results to show (default 10)")
+        parser.add_argument("--offset", type=int, default=0, help="results to skip (default 0)")
+        parser.add_argument("--reindex", action="store_true", help="index stored pages the index lacks first")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        query = " ".join(args).strip()
+        if not query and not opts.reindex:
+            raise UsageError("give a query, e.g. scrapy search 新闻")
+        if opts.limit < 1 or opts.offset < 0:
+            raise UsageError("-n must be at least 1 and --offset at least 0")
+        assert self.settings is not None
+        database_url: str = self.settings.get("DATABASE_URL") or ""
+        try:
+            store = open_store(database_url)
+        except ConfigError as exc:
+            sys.stderr.write(f"topicspider: error: {exc}\n")
+            self.exitcode = 2
+            return
+        try:
+            if opts.reindex:
+                print(f"Indexed {self._reindex(store)} pages in {mask_url(database_url)}")
+            if query:
+                results = store.transaction(lambda cursor, dialect: search(cursor, dialect, query, opts.limit, opts.offset))
+                sys.stdout.write(render(results, sys.stdout.isatty()))
+        except StorageError as exc:
+            sys.stderr.write(f"topicspider: error: {mask_url(database_url)}: {exc}\n")
+            self.exitcode = 1
+        finally:
+            store.close()
+
+    @staticmethod
+    def _reindex(store: Store) -> int:
+        total = 0
+        while True:
+            done = store.transaction(lambda cursor, dialect: reindex_missing(cursor, dialect, REINDEX_BATCH), write=True)
+            total += done
+            if done < REINDEX_BATCH:
+                return total
+
+
+def render(results: Results, bold: bool) -> str:
+    """The results as terminal text; matches in bold on a terminal, else [in brackets]."""
+    if not results.terms:
+        return f"No searchable words in {clean(results.query)!r} (words of one character and stopwords are not indexed)\n"
+    if not results.hits:
+        return f"No stored page matches {clean(results.query)!r} (terms: {', '.join(results.terms)})\n"
+    first, last = results.offset + 1, results.offset + len(results.hits)
+    lines = [f"{results.total} pages match {clean(results.query)!r} (terms: {', '.join(results.terms)}); "
+             f"{first}-{last}:", ""]
+    for rank, hit in enumerate(results.hits, start=first):
+        relevance = "-" if hit.relevance is None else f"{hit.relevance:.2f}"
+        lines.append(f"{rank:>3}. {marked(hit.title_pieces, bold) or '(no title)'}")
+        lines.append(f"     {clean(hit.url)}")
+        lines.append(f"     score {hit.score:.3f} · relevance {relevance} · fetched {hit.fetched_at}")
+        if hit.snippet:
+            lines.append(f"     {marked(hit.snippet, bold)}")
+        if hit.emails:
+            lines.append(f"     e-mails: {clean(', '.join(hit.emails))}")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def clean(text: str) -> str:
+    return CONTROL_CHARACTERS.sub(" ", text)
+
+
+def marked(pieces: list[Piece], bold: bool) -> str:
+    start, end = (BOLD, PLAIN) if bold else ("[", "]")
+    return "".join(f"{start}{clean(p.text)}{end}" if p.match else clean(p.text) for p in pieces)

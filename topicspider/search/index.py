@@ -1,0 +1,200 @@
+"""The search index's SQL, the same for SQLite and MySQL/MariaDB.
+
+Two tables (created by each backend's schema migrations):
+
+* ``search_docs (page_id, length)``: every indexed page and its number of index terms;
+* ``search_postings (term, page_id, tf)``: each term of each page with its weighted count,
+  keyed by (term, page), so a look-up reads one index range per query term.
+
+Pages are indexed in the transaction that stores them (:func:`index_pages`), so the index
+grows during a crawl and never disagrees with ``pages``. A query is ranked by Okapi BM25,
+computed by the database over the query terms' postings only; the terms' document
+frequencies are read first, so that their IDF reaches the query as parameters (SQLite has
+no ``LN()`` in every build).
+
+The functions take a DB-API cursor and a :class:`Dialect`; every value is a parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from topicspider.search.snippet import Piece, highlight, snippet
+from topicspider.search.terms import document_terms, query_terms
+from topicspider.storage import chunks
+
+# Okapi BM25's usual constants: term frequency saturation and length normalisation.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Rows per INSERT batch of postings.
+POSTINGS_CHUNK = 5000
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    mark: str  # the driver's parameter marker
+
+    def sql(self, statement: str) -> str:
+        """``statement`` written with ``?`` markers, in this driver's style."""
+        return statement if self.mark == "?" else statement.replace("?", self.mark)
+
+    def marks(self, count: int) -> str:
+        return ",".join([self.mark] * count)
+
+
+SQLITE = Dialect("sqlite", "?")
+MYSQL = Dialect("mysql", "%s")
+
+
+@dataclass
+class Hit:
+    page_id: int
+    url: str
+    title: str
+    score: float
+    relevance: float | None
+    fetched_at: str
+    title_pieces: list[Piece]
+    snippet: list[Piece]
+    emails: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Results:
+    query: str
+    terms: list[str]
+    total: int  # pages holding at least one term
+    hits: list[Hit]
+    offset: int = 0
+
+
+def pages_terms(pages: Sequence[tuple[str, str]]) -> list[Counter[str]]:
+    """The index terms of each (title, text): worked out before the writing transaction,
+    which then holds its locks for the writes alone."""
+    return [document_terms(title, text) for title, text in pages]
+
+
+def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, Counter[str]]]) -> None:
+    """(Re)index ``pages``, given as (page id, its :func:`pages_terms`), inside the
+    caller's transaction."""
+    if not pages:
+        return
+    ids = [page_id for page_id, _ in pages]
+    for chunk in chunks(ids):
+        cursor.execute(dialect.sql(f"DELETE FROM search_postings WHERE page_id IN ({dialect.marks(len(chunk))})"), chunk)
+    docs: list[tuple[int, int]] = []
+    postings: list[tuple[str, int, int]] = []
+    for page_id, counts in pages:
+        docs.append((page_id, sum(counts.values())))
+        postings.extend((term, page_id, count) for term, count in counts.items())
+    cursor.executemany(dialect.sql("REPLACE INTO search_docs (page_id, length) VALUES (?, ?)"), docs)
+    for start in range(0, len(postings), POSTINGS_CHUNK):
+        cursor.executemany(dialect.sql("INSERT INTO search_postings (term, page_id, tf) VALUES (?, ?, ?)"),
+                           postings[start:start + POSTINGS_CHUNK])
+
+
+def unindexed_pages(cursor: Any, dialect: Dialect, limit: int) -> list[tuple[int, str, str]]:
+    """Up to ``limit`` stored pages missing from the index (stored before it existed)."""
+    cursor.execute(dialect.sql(
+        "SELECT id, title, text FROM pages WHERE id NOT IN (SELECT page_id FROM search_docs) ORDER BY id LIMIT ?"),
+        (limit,))
+    return [(int(page_id), title, text) for page_id, title, text in cursor.fetchall()]
+
+
+def search(cursor: Any, dialect: Dialect, query: str, limit: int = 10, offset: int = 0) -> Results:
+    """The pages best matching ``query`` by BM25, ``limit`` from ``offset``."""
+    terms = query_terms(query)
+    results = Results(query, terms, 0, [], offset)
+    if not terms:
+        return results
+    documents, total_length = _collection(cursor, dialect)
+    frequencies = _document_frequencies(cursor, dialect, terms)
+    if not documents or not frequencies:
+        return results
+    cursor.execute(dialect.sql(
+        f"SELECT COUNT(DISTINCT page_id) FROM search_postings WHERE term IN ({dialect.marks(len(terms))})"), terms)
+    results.total = int(cursor.fetchone()[0])
+    ranked = _rank(cursor, dialect, frequencies, documents, total_length / documents, limit, offset)
+    results.hits = _hits(cursor, dialect, ranked, terms)
+    return results
+
+
+def _collection(cursor: Any, dialect: Dialect) -> tuple[int, float]:
+    cursor.execute("SELECT COUNT(*), SUM(length) FROM search_docs")
+    documents, total_length = cursor.fetchone()
+    return int(documents or 0), float(total_length or 0)
+
+
+def _document_frequencies(cursor: Any, dialect: Dialect, terms: list[str]) -> dict[str, int]:
+    cursor.execute(dialect.sql(
+        f"SELECT term, COUNT(*) FROM search_postings WHERE term IN ({dialect.marks(len(terms))}) GROUP BY term"), terms)
+    return {term: int(count) for term, count in cursor.fetchall()}
+
+
+def idf(documents: int, frequency: int) -> float:
+    """BM25's inverse document frequency, kept positive for terms in most pages (Lucene's form)."""
+    return math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5))
+
+
+def _rank(cursor: Any, dialect: Dialect, frequencies: dict[str, int], documents: int, average_length: float,
+          limit: int, offset: int) -> list[tuple[int, float]]:
+    weights: list[Any] = []
+    for term, frequency in frequencies.items():
+        weights += [term, idf(documents, frequency)]
+    cases = " ".join(["WHEN ? THEN ?"] * len(frequencies))
+    # Every number a float parameter: SQLite divides integers as integers.
+    statement = f"""
+        SELECT p.page_id,
+               SUM((CASE p.term {cases} ELSE 0.0 END) * p.tf * ?
+                   / (p.tf + ? * (? + ? * d.length / ?))) AS score
+        FROM search_postings p JOIN search_docs d ON d.page_id = p.page_id
+        WHERE p.term IN ({dialect.marks(len(frequencies))})
+        GROUP BY p.page_id
+        ORDER BY score DESC, p.page_id
+        LIMIT ? OFFSET ?"""
+    parameters = [*weights, BM25_K1 + 1.0, BM25_K1, 1.0 - BM25_B, BM25_B, max(average_length, 1.0),
+                  *frequencies, limit, offset]
+    cursor.execute(dialect.sql(statement), parameters)
+    return [(int(page_id), float(score)) for page_id, score in cursor.fetchall()]
+
+
+def _hits(cursor: Any, dialect: Dialect, ranked: list[tuple[int, float]], terms: list[str]) -> list[Hit]:
+    if not ranked:
+        return []
+    ids = [page_id for page_id, _ in ranked]
+    cursor.execute(dialect.sql(
+        f"SELECT id, url, title, relevance, fetched_at, text FROM pages WHERE id IN ({dialect.marks(len(ids))})"), ids)
+    pages = {int(row[0]): row for row in cursor.fetchall()}
+    emails = page_emails(cursor, dialect, ids)
+    hits = []
+    for page_id, score in ranked:
+        if page_id not in pages:
+            continue  # deleted since it was ranked
+        _, url, title, relevance, fetched_at, text = pages[page_id]
+        hits.append(Hit(page_id, url, title, score, relevance, str(fetched_at), highlight(title, terms),
+                        snippet(text, terms), emails.get(page_id, [])))
+    return hits
+
+
+def page_emails(cursor: Any, dialect: Dialect, ids: list[int]) -> dict[int, list[str]]:
+    """The e-mail addresses of each of the pages ``ids``."""
+    found: dict[int, list[str]] = {}
+    for chunk in chunks(ids):
+        cursor.execute(dialect.sql(
+            f"SELECT page_id, email FROM emails WHERE page_id IN ({dialect.marks(len(chunk))}) ORDER BY email"), chunk)
+        for page_id, email in cursor.fetchall():
+            found.setdefault(int(page_id), []).append(email)
+    return found
+
+
+def reindex_missing(cursor: Any, dialect: Dialect, batch: int) -> int:
+    """Index up to ``batch`` stored pages missing from the index; the number indexed."""
+    pages = unindexed_pages(cursor, dialect, batch)
+    terms = pages_terms([(title, text) for _, title, text in pages])
+    index_pages(cursor, dialect, [(page_id, page_terms) for (page_id, _, _), page_terms in zip(pages, terms)])
+    return len(pages)
