@@ -34,6 +34,7 @@ INT_SETTINGS: dict[str, int] = {
     "TOPIC_MAX_CHARS": 1,
     "PAGE_PROCESSES": 0,
     "REDIS_PREFETCH": 1,
+    "CONSOLE_PORT": 0,
     # Scrapy's own, which it would only reject with a traceback.
     "CONCURRENT_REQUESTS": 1,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
@@ -61,6 +62,9 @@ FLOAT_SETTINGS: dict[str, float] = {
     "TOPIC_TITLE_WEIGHT": 0.0,
     "TOPIC_BODY_WEIGHT": 0.0,
     "DOWNLOAD_TIMEOUT": 0.001,
+    "STATUS_INTERVAL": 0.0,
+    "CONTROL_INTERVAL": 0.0,
+    "CONSOLE_REFRESH": 0.2,
 }
 BOOL_SETTINGS = (
     "URL_STRIP_TRAILING_SLASH",

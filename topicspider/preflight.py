@@ -14,6 +14,7 @@ from topicspider.cluster import redis_url
 from topicspider.config import ConfigError, check_typed_settings
 from topicspider.focus import check_topic_settings
 from topicspider.storage import open_store
+from topicspider.storage.crawls import check_crawl_id
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -25,6 +26,8 @@ def check_settings(settings: BaseSettings, database: bool = True) -> None:
     distributed mode."""
     check_typed_settings(settings)
     check_topic_settings(settings)
+    if settings.get("CRAWL_ID"):
+        check_crawl_id(settings.get("CRAWL_ID"))
     for name in ("CRAWL_LOG", "STATS_FILE", "TOPIC_TRAIN_OUTPUT", "STORAGE_SPILL_FILE"):
         _check_writable(name, settings.get(name) or "")
     if database:

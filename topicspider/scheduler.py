@@ -173,6 +173,13 @@ class FrontierScheduler(Scheduler):
         if nextcall is not None:
             nextcall.schedule()
 
+    def queued_by_site(self) -> Counter[Any]:
+        """Requests queued or held, per site: the per-host queue the console shows."""
+        queued: Counter[Any] = Counter()
+        for (site, _), count in self.waiting.items():
+            queued[site] += count
+        return queued
+
     def has_pending_requests(self) -> bool:
         return self.held_count > 0 or bool(self.unresolved) or self.resolving or super().has_pending_requests()
 

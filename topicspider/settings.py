@@ -41,6 +41,8 @@ DOWNLOADER_MIDDLEWARES = {
     # Replaced by topicspider's own, below.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    # URL patterns blocked from the console, before anything else is spent on them.
+    "topicspider.middlewares.block.BlockMiddleware": 30,
     # Nothing goes out before the topic is ready (a resumed crawl), samples aside.
     "topicspider.middlewares.topicgate.TopicGateMiddleware": 40,
     # Before robots.txt is fetched for a site we are not crawling.
@@ -62,6 +64,8 @@ EXTENSIONS = {
     "topicspider.extensions.crawllog.CrawlLog": 500,
     "topicspider.extensions.report.CrawlReport": 510,
     "topicspider.extensions.urlstate.URLStateLog": 520,  # MySQL mode only
+    "topicspider.extensions.livestatus.LiveStatus": 530,
+    "topicspider.extensions.control.CrawlControl": 540,
 }
 
 LOG_LEVEL = "INFO"
@@ -118,4 +122,17 @@ REDIS_LEASE = 120.0  # seconds before a dead worker's requests go back to the qu
 REDIS_IDLE_TIMEOUT = 30.0  # seconds of an empty shared frontier before a worker exits
 SCHEDULER_FLUSH_ON_START = False
 CRAWL_LOG = "crawl.log"
+# The crawl's name in the database (live status, control inbox, MySQL's urls table);
+# empty: made from JOBDIR, or the start time (see storage/seen.py's job_name).
+CRAWL_ID = ""
+STATUS_INTERVAL = 2.0  # seconds between live status snapshots; 0 turns them off
+CONTROL_INTERVAL = 1.0  # seconds between looks at the control inbox; 0 turns it off
+# The web console (scrapy console).
+CONSOLE_HOST = "127.0.0.1"
+CONSOLE_PORT = 8070
+CONSOLE_TOKEN = ""  # better in $TOPICSPIDER_CONSOLE_TOKEN; required off loopback
+CONSOLE_RUNS_DIR = "console-runs"
+CONSOLE_REFRESH = 2.0  # seconds between the live page's updates
+SCRAPYD_URL = ""  # set: the console starts crawls as scrapyd jobs
+SCRAPYD_PROJECT = "topicspider"
 STATS_FILE = "stats.json"

@@ -24,3 +24,7 @@ pages_durable = object()
 #: ``until`` (a ``time.monotonic()`` reading). The cluster scheduler gives the host
 #: nothing more until then, so that no request of this worker waits out a delay it knows of.
 host_booked = object()
+
+#: A URL pattern was blocked for the rest of the crawl (from the control inbox):
+#: ``pattern`` (the text, see :func:`topicspider.urls.url_pattern`).
+url_pattern_blocked = object()

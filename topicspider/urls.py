@@ -181,3 +181,20 @@ def non_page_reason(url: str) -> str | None:
     if extension in NON_PAGE_EXTENSIONS or path.lower().endswith(".tar.gz"):
         return "extension"
     return None
+
+
+URL_PATTERN_MAX = 500
+
+
+def url_pattern(pattern: str) -> re.Pattern[str]:
+    """A blocked-URL pattern as a regular expression over whole URLs: a glob in which
+    ``*`` matches anything (``*/tag/*``, ``*.pdf``), or, without a ``*``, a URL prefix
+    (``https://example.com/forum/``). :class:`ValueError` for an empty or overlong one."""
+    pattern = pattern.strip()
+    if not pattern:
+        raise ValueError("empty URL pattern")
+    if len(pattern) > URL_PATTERN_MAX:
+        raise ValueError(f"URL pattern longer than {URL_PATTERN_MAX} characters")
+    if "*" not in pattern:
+        pattern += "*"
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.DOTALL)

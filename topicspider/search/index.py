@@ -26,29 +26,13 @@ from typing import Any
 from topicspider.search.snippet import Piece, highlight, snippet
 from topicspider.search.terms import document_terms, query_terms
 from topicspider.storage import chunks
+from topicspider.storage.dialect import Dialect
 
 # Okapi BM25's usual constants: term frequency saturation and length normalisation.
 BM25_K1 = 1.2
 BM25_B = 0.75
 # Rows per INSERT batch of postings.
 POSTINGS_CHUNK = 5000
-
-
-@dataclass(frozen=True)
-class Dialect:
-    name: str
-    mark: str  # the driver's parameter marker
-
-    def sql(self, statement: str) -> str:
-        """``statement`` written with ``?`` markers, in this driver's style."""
-        return statement if self.mark == "?" else statement.replace("?", self.mark)
-
-    def marks(self, count: int) -> str:
-        return ",".join([self.mark] * count)
-
-
-SQLITE = Dialect("sqlite", "?")
-MYSQL = Dialect("mysql", "%s")
 
 
 @dataclass
@@ -198,3 +182,25 @@ def reindex_missing(cursor: Any, dialect: Dialect, batch: int) -> int:
     terms = pages_terms([(title, text) for _, title, text in pages])
     index_pages(cursor, dialect, [(page_id, page_terms) for (page_id, _, _), page_terms in zip(pages, terms)])
     return len(pages)
+
+
+@dataclass(frozen=True)
+class EmailFound:
+    email: str
+    url: str
+    title: str
+
+
+def emails_found(cursor: Any, dialect: Dialect, contains: str, limit: int, offset: int) -> tuple[int, list[EmailFound]]:
+    """E-mail addresses with the pages they were found on, by address; only those
+    holding ``contains`` if given. The number of (address, page) pairs, and one page of them."""
+    where, parameters = "", []
+    if contains:
+        # "!" escapes: a backslash means different things in SQLite's and MySQL's literals.
+        escaped = contains.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+        where, parameters = "WHERE e.email LIKE ? ESCAPE '!'", [f"%{escaped}%"]
+    cursor.execute(dialect.sql(f"SELECT COUNT(*) FROM emails e {where}"), parameters)
+    total = int(cursor.fetchone()[0])
+    cursor.execute(dialect.sql(f"SELECT e.email, p.url, p.title FROM emails e JOIN pages p ON p.id = e.page_id {where} "
+                               "ORDER BY e.email, p.url LIMIT ? OFFSET ?"), [*parameters, limit, offset])
+    return total, [EmailFound(email, url, title) for email, url, title in cursor.fetchall()]

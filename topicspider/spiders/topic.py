@@ -163,7 +163,7 @@ class TopicSpider(scrapy.Spider):
             self.logger.error("topicspider: error: %s", exc)
             raise CloseSpider("page_analysis_failed") from None
         for url in self.seed_urls:
-            yield self._seed_request(url)
+            yield self.seed_request(url)
         if self.cluster:
             async for request in self._cluster_seeds():
                 yield request
@@ -175,7 +175,8 @@ class TopicSpider(scrapy.Spider):
             # Distributed mode; an explicit -s SCHEDULER still wins.
             settings.set("SCHEDULER", "topicspider.cluster.scheduler.ClusterScheduler", priority="spider")
 
-    def _seed_request(self, url: str) -> Request:
+    def seed_request(self, url: str) -> Request:
+        """A request for ``url`` as a seed: depth 0, its own site."""
         return self._request(url, site_of(url), depth=0)
 
     async def _cluster_seeds(self) -> AsyncIterator[Request]:
@@ -196,7 +197,7 @@ class TopicSpider(scrapy.Spider):
                 url = self._seed_from_message(message)
                 if url is not None:
                     self._count("seeds/from_redis")
-                    yield self._seed_request(url)
+                    yield self.seed_request(url)
             await sleep(SEED_POLL)
             if not scheduler.cluster_idle():
                 idle_since = None

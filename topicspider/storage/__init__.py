@@ -18,7 +18,7 @@ from topicspider.items import PageItem
 from topicspider.urls import mask_url
 
 if TYPE_CHECKING:
-    from topicspider.search.index import Dialect
+    from topicspider.storage.dialect import Dialect
 
 T = TypeVar("T")
 

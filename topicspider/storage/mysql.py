@@ -37,8 +37,9 @@ from pymysql.cursors import Cursor
 from topicspider.config import ConfigError
 from topicspider.fingerprint import identity_digest
 from topicspider.items import PageItem
-from topicspider.search.index import MYSQL, Dialect, index_pages, pages_terms
+from topicspider.search.index import index_pages, pages_terms
 from topicspider.storage import StorageError, chunks
+from topicspider.storage.dialect import MYSQL, Dialect
 from topicspider.storage.seen import SeenURL, URLState
 from topicspider.urls import mask_url
 
@@ -109,8 +110,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             KEY urls_by_state (job, state, depth)
         ) {TABLE_OPTIONS}""",
     ),
-    # The search index (topicspider.search.index); pages stored before it are indexed
-    # by `scrapy search --reindex`. Terms compare as bytes: the index lower-cases them,
+    # The search index (topicspider.search.index; pages stored before it are indexed
+    # by `scrapy search --reindex`), and the crawls' live status and control inbox
+    # (topicspider.storage.crawls). Terms compare as bytes: the index lower-cases them,
     # and a language collation would make distinct words equal.
     3: (
         f"""CREATE TABLE IF NOT EXISTS search_docs (
@@ -125,6 +127,22 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             PRIMARY KEY (term, page_id),
             KEY search_postings_by_page (page_id),
             CONSTRAINT search_postings_page FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE
+        ) {TABLE_OPTIONS}""",
+        f"""CREATE TABLE IF NOT EXISTS crawl_status (
+            crawl VARCHAR(100) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+            worker VARCHAR(200) NOT NULL,
+            state VARCHAR(20) NOT NULL,
+            updated DOUBLE NOT NULL,
+            status MEDIUMTEXT NOT NULL,
+            PRIMARY KEY (crawl, worker)
+        ) {TABLE_OPTIONS}""",
+        f"""CREATE TABLE IF NOT EXISTS crawl_control (
+            id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+            crawl VARCHAR(100) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+            action VARCHAR(20) NOT NULL,
+            argument TEXT NOT NULL,
+            created DOUBLE NOT NULL,
+            KEY crawl_control_by_crawl (crawl, id)
         ) {TABLE_OPTIONS}""",
     ),
 }

@@ -23,6 +23,7 @@ from weakref import WeakKeyDictionary
 
 from topicspider.cluster import ClusterKeys, redis_url
 from topicspider.storage import chunks
+from topicspider.storage.crawls import check_crawl_id
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -120,11 +121,14 @@ def job_name(crawler: Crawler) -> str:
     use from the directory's name and a random suffix (a resumed job is the same job;
     two directories of the same name are two jobs); without, the spider's name, the start
     time (UTC) and a random suffix. In distributed mode, every worker's job is the
-    crawl's Redis queue key (``redis:topic:requests``), so that all share one."""
+    crawl's Redis queue key (``redis:topic:requests``), so that all share one. A
+    ``CRAWL_ID`` setting names it outright (the console names the crawls it starts)."""
     name = _job_names.get(crawler)
     if name is None:
         jobdir = crawler.settings.get("JOBDIR") or ""
-        if redis_url(crawler.settings):
+        if crawler.settings.get("CRAWL_ID"):
+            name = check_crawl_id(crawler.settings.get("CRAWL_ID"))
+        elif redis_url(crawler.settings):
             spider = crawler.spidercls.name if crawler.spidercls else "crawl"
             name = quote(f"redis:{ClusterKeys.from_settings(crawler.settings, spider).queue}", safe=":-_.")
             name = name[:JOB_NAME_MAX]

@@ -14,8 +14,9 @@ from urllib.parse import unquote, urlsplit
 
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
-from topicspider.search.index import SQLITE, Dialect, index_pages, pages_terms
+from topicspider.search.index import index_pages, pages_terms
 from topicspider.storage import StorageError, chunks
+from topicspider.storage.dialect import SQLITE, Dialect
 from topicspider.urls import mask_url
 
 T = TypeVar("T")
@@ -45,8 +46,9 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX emails_by_email ON emails (email);
     CREATE INDEX pages_by_fetched_at ON pages (fetched_at);
     """,
-    # The search index (topicspider.search.index); pages stored before it are indexed
-    # by `scrapy search --reindex`.
+    # The search index (topicspider.search.index; pages stored before it are indexed
+    # by `scrapy search --reindex`), and the crawls' live status and control inbox
+    # (topicspider.storage.crawls).
     2: """
     CREATE TABLE search_docs (
         page_id INTEGER PRIMARY KEY REFERENCES pages(id) ON DELETE CASCADE,
@@ -59,6 +61,22 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (term, page_id)
     ) WITHOUT ROWID;
     CREATE INDEX search_postings_by_page ON search_postings (page_id);
+    CREATE TABLE crawl_status (
+        crawl TEXT NOT NULL,
+        worker TEXT NOT NULL,
+        state TEXT NOT NULL,
+        updated REAL NOT NULL,
+        status TEXT NOT NULL,
+        PRIMARY KEY (crawl, worker)
+    );
+    CREATE TABLE crawl_control (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        crawl TEXT NOT NULL,
+        action TEXT NOT NULL,
+        argument TEXT NOT NULL,
+        created REAL NOT NULL
+    );
+    CREATE INDEX crawl_control_by_crawl ON crawl_control (crawl, id);
     """,
 }
 

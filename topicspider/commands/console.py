@@ -1,0 +1,132 @@
+"""``scrapy console``: the web console (:mod:`topicspider.console.app`), served by
+waitress on ``CONSOLE_HOST:CONSOLE_PORT`` (127.0.0.1:8070 by default).
+
+Binding to anything but a loopback address needs an access token (``--token``, or the
+``TOPICSPIDER_CONSOLE_TOKEN`` environment variable, which keeps it out of process
+lists); without one the console refuses to start. Crawls it starts run as local
+processes under ``CONSOLE_RUNS_DIR``, or as scrapyd jobs when ``SCRAPYD_URL`` is set.
+A bad setting, database or address gets one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from topicspider.cluster import redis_url
+from topicspider.config import ConfigError, get_float, get_int
+from topicspider.storage import open_store
+from topicspider.urls import mask_url
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+    from scrapy.settings import BaseSettings
+
+    from topicspider.console.app import ConsoleConfig
+
+TOKEN_ENV = "TOPICSPIDER_CONSOLE_TOKEN"
+MIN_TOKEN_CHARS = 16
+THREADS = 8
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[--host HOST] [--port PORT] [--token TOKEN]"
+
+    def short_desc(self) -> str:
+        return "Serve the web console: start, watch and steer crawls, search the pages"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--host", help="address to listen on (default CONSOLE_HOST, 127.0.0.1)")
+        parser.add_argument("--port", type=int, help="port (default CONSOLE_PORT, 8070)")
+        parser.add_argument("--token", help=f"access token, required off loopback (or ${TOKEN_ENV})")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args:
+            raise UsageError("scrapy console takes no arguments")
+        assert self.settings is not None
+        settings = self.settings
+        host = opts.host or settings.get("CONSOLE_HOST")
+        token = opts.token or os.environ.get(TOKEN_ENV, "") or settings.get("CONSOLE_TOKEN") or ""
+        try:
+            port = opts.port if opts.port is not None else get_int(settings, "CONSOLE_PORT")
+            config = self._config(settings, host, port, token)
+            from waitress.server import create_server
+
+            from topicspider.console.app import create_app
+
+            server = create_server(create_app(config), host=host, port=port, threads=THREADS)
+        except (ConfigError, OSError) as exc:
+            sys.stderr.write(f"topicspider: error: {exc}\n")
+            self.exitcode = 2
+            return
+        logging.getLogger("waitress").setLevel(logging.WARNING)
+        where = f"http://{'[' + host + ']' if ':' in host else host}:{server.effective_port}/"
+        print(f"topicspider console on {where} (database {mask_url(config.database_url)}; Ctrl-C stops it, "
+              "crawls it started go on)", flush=True)
+        try:
+            server.run()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.close()
+
+    @staticmethod
+    def _config(settings: BaseSettings, host: str, port: int, token: str) -> ConsoleConfig:
+        from topicspider.console.app import ConsoleConfig
+
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"the console's port must be 0 to 65535, got {port}")
+        loopback = is_loopback(host)
+        if not loopback:
+            if not token:
+                raise ConfigError(f"listening on {host!r} (not loopback) needs an access token: --token or ${TOKEN_ENV}")
+            if len(token) < MIN_TOKEN_CHARS:
+                raise ConfigError(f"the access token must be at least {MIN_TOKEN_CHARS} characters")
+        try:
+            socket.getaddrinfo(host, port)
+        except socket.gaierror as exc:
+            raise ConfigError(f"CONSOLE_HOST {host!r}: {exc}") from None
+        database_url = settings.get("DATABASE_URL") or ""
+        open_store(database_url).close()
+        return ConsoleConfig(
+            database_url=database_url, runs_dir=Path(settings.get("CONSOLE_RUNS_DIR")), token=token,
+            loopback=loopback, scrapyd_url=settings.get("SCRAPYD_URL") or "",
+            scrapyd_project=settings.get("SCRAPYD_PROJECT") or "topicspider",
+            push_seeds=_seed_pusher(settings), refresh_seconds=get_float(settings, "CONSOLE_REFRESH"),
+        )
+
+
+def _seed_pusher(settings: BaseSettings) -> Callable[[list[str]], int] | None:
+    """Distributed mode: a function pushing URLs to the crawl's Redis start list."""
+    if not redis_url(settings):
+        return None
+    from topicspider.cluster import ClusterKeys, check_server, connect
+    from topicspider.cluster.frontier import RedisFrontier
+
+    check_server(settings)
+    frontier = RedisFrontier(connect(settings), ClusterKeys.from_settings(settings, "topic"), lease=0.0)
+    return frontier.push_seeds
