@@ -13,10 +13,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def project_env() -> dict[str, str]:
-    """The environment for a ``scrapy`` subprocess that finds this project."""
-    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "SCRAPY_SETTINGS_MODULE": "topicspider.settings", "PYTHONPATH": path}
+def project_env(settings_module: str = "topicspider.settings", *paths: str) -> dict[str, str]:
+    """The environment for a ``scrapy`` subprocess that finds this project (and
+    ``paths``, where ``settings_module`` may live)."""
+    path = os.pathsep.join(filter(None, [*paths, str(REPO), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "SCRAPY_SETTINGS_MODULE": settings_module, "PYTHONPATH": path}
 
 
 def scrapy_command(*arguments: str) -> list[str]:

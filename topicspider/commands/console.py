@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from scrapy.settings import SETTINGS_PRIORITIES
 
 from topicspider.cluster import redis_url
 from topicspider.config import ConfigError, get_float, get_int
@@ -117,16 +118,33 @@ class Command(ScrapyCommand):
             loopback=loopback, scrapyd_url=settings.get("SCRAPYD_URL") or "",
             scrapyd_project=settings.get("SCRAPYD_PROJECT") or "topicspider",
             push_seeds=_seed_pusher(settings), refresh_seconds=get_float(settings, "CONSOLE_REFRESH"),
+            crawl_settings=command_line_settings(settings),
         )
 
 
-def _seed_pusher(settings: BaseSettings) -> Callable[[list[str]], int] | None:
-    """Distributed mode: a function pushing URLs to the crawl's Redis start list."""
+def command_line_settings(settings: BaseSettings) -> dict[str, str]:
+    """The settings given with ``-s`` on the console's command line."""
+    return {name: str(value) for name, value in settings.items()
+            if settings.getpriority(name) == SETTINGS_PRIORITIES["cmdline"]}
+
+
+def _seed_pusher(settings: BaseSettings) -> Callable[[str, list[str]], int] | None:
+    """Distributed mode: a function pushing URLs to a crawl's Redis start list, for the
+    crawl these Redis settings name (``redis:topic:requests``)."""
     if not redis_url(settings):
         return None
     from topicspider.cluster import ClusterKeys, check_server, connect
     from topicspider.cluster.frontier import RedisFrontier
+    from topicspider.console.runs import RunError
+    from topicspider.storage.seen import cluster_job_name
 
     check_server(settings)
-    frontier = RedisFrontier(connect(settings), ClusterKeys.from_settings(settings, "topic"), lease=0.0)
-    return frontier.push_seeds
+    keys = ClusterKeys.from_settings(settings, "topic")
+    frontier = RedisFrontier(connect(settings), keys, lease=0.0)
+
+    def push(crawl: str, urls: list[str]) -> int:
+        if crawl != cluster_job_name(keys):
+            raise RunError(f"this console's Redis settings name the crawl {cluster_job_name(keys)}, not {crawl}")
+        return frontier.push_seeds(urls)
+
+    return push

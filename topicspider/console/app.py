@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,8 +46,10 @@ class ConsoleConfig:
     loopback: bool = True
     scrapyd_url: str = ""
     scrapyd_project: str = "topicspider"
-    push_seeds: Callable[[list[str]], int] | None = None  # distributed mode: to the Redis start list
+    # Distributed mode: push (crawl id, URLs) to that crawl's Redis start list.
+    push_seeds: Callable[[str, list[str]], int] | None = None
     refresh_seconds: float = 2.0
+    crawl_settings: dict[str, str] = field(default_factory=dict)  # given to every crawl started
 
 
 class Database:
@@ -77,7 +79,7 @@ def create_app(config: ConsoleConfig) -> Flask:
     app.jinja_env.filters["href"] = web_link
     database = Database(config.database_url)
     scrapyd = Scrapyd(config.scrapyd_url, config.scrapyd_project) if config.scrapyd_url else None
-    launcher = Launcher(config.runs_dir, config.database_url, scrapyd)
+    launcher = Launcher(config.runs_dir, config.database_url, scrapyd, config.crawl_settings)
 
     @app.before_request
     def guard() -> Response | None:
@@ -200,7 +202,10 @@ def create_app(config: ConsoleConfig) -> Flask:
             return _crawl_problem(crawl, run, exc)
         if _distributed(crawl):
             assert config.push_seeds is not None
-            config.push_seeds(urls)
+            try:
+                config.push_seeds(crawl, urls)
+            except RunError as exc:
+                return _crawl_problem(crawl, run, FormError({"urls": str(exc)}))
             flash(f"Pushed {len(urls)} URLs to the crawl's Redis start list.")
         else:
             _control(crawl, "add", urls)

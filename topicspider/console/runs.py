@@ -94,7 +94,7 @@ class Scrapyd:
                 body = answer.read()
         except (URLError, OSError) as exc:
             raise RunError(f"scrapyd at {mask_url(self.url)} did not answer: {exc}") from None
-        if endpoint.endswith(".json"):
+        if endpoint.split("?", 1)[0].endswith(".json"):
             document = json.loads(body)
             if document.get("status") != "ok":
                 raise RunError(f"scrapyd refused {endpoint}: {document.get('message', document)}")
@@ -121,11 +121,24 @@ class Scrapyd:
         return str(self._call(f"logs/{self.project}/topic/{job}.log"))[-LOG_TAIL_BYTES:]
 
 
+# Settings the launcher gives each crawl itself, never passed on from the console's.
+OWN_SETTINGS = frozenset({"CRAWL_ID", "JOBDIR", "DATABASE_URL", "LOG_FILE", "CRAWL_LOG", "STATS_FILE",
+                          "STORAGE_SPILL_FILE"})
+
+
 class Launcher:
-    def __init__(self, runs_dir: Path, database_url: str, scrapyd: Scrapyd | None = None) -> None:
+    """Starts, stops and resumes the console's crawls. ``settings`` (the console's own
+    ``-s`` options, say ``DOWNLOAD_DELAY``) are given to every crawl it starts, but for
+    those it sets itself (:data:`OWN_SETTINGS`) and the console's (``CONSOLE_*``)."""
+
+    def __init__(self, runs_dir: Path, database_url: str, scrapyd: Scrapyd | None = None,
+                 settings: dict[str, str] | None = None) -> None:
         self.runs_dir = runs_dir
         self.database_url = database_url
         self.scrapyd = scrapyd
+        self.settings = {name: value for name, value in (settings or {}).items()
+                         if name not in OWN_SETTINGS and not name.startswith("CONSOLE_")}
+        self.project_dir = os.getcwd()
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.lock = threading.Lock()
         try:
@@ -179,8 +192,14 @@ class Launcher:
             arguments["topic"] = ",".join(run.keywords)
         if run.training:
             arguments["train"] = ",".join(run.training)
-        # The job writes to its project's own DATABASE_URL: the console must share it.
-        return self.scrapyd.schedule(run.crawl, arguments, {"CRAWL_ID": run.crawl})
+        settings = {**self.settings, "CRAWL_ID": run.crawl}
+        database_url, secret = child_database(self.database_url)
+        if not secret:
+            # The console's database, if naming it gives nothing away; a password would
+            # show in scrapyd's job list, so then the job keeps its project's DATABASE_URL,
+            # which must be the console's.
+            settings["DATABASE_URL"] = database_url
+        return self.scrapyd.schedule(run.crawl, arguments, settings)
 
     def _command(self, run: Run) -> tuple[list[str], dict[str, str]]:
         database_url, secret_env = child_database(self.database_url)
@@ -189,11 +208,14 @@ class Launcher:
             command += ["-a", "topic=" + ",".join(run.keywords)]
         if run.training:
             command += ["-a", "train=@train.txt"]
-        settings = {"CRAWL_ID": run.crawl, "JOBDIR": "job", "DATABASE_URL": database_url, "LOG_FILE": "crawl.log",
-                    "CRAWL_LOG": "fetch.log", "STATS_FILE": "stats.json", "STORAGE_SPILL_FILE": "spill.jsonl"}
+        settings = {**self.settings, "CRAWL_ID": run.crawl, "JOBDIR": "job", "DATABASE_URL": database_url,
+                    "LOG_FILE": "crawl.log", "CRAWL_LOG": "fetch.log", "STATS_FILE": "stats.json",
+                    "STORAGE_SPILL_FILE": "spill.jsonl"}
         for name, value in settings.items():
             command += ["-s", f"{name}={value}"]
-        return command, {**project_env(), **secret_env}
+        # The console's own project settings, found from its own working directory.
+        settings_module = os.environ.get("SCRAPY_SETTINGS_MODULE", "topicspider.settings")
+        return command, {**project_env(settings_module, self.project_dir), **secret_env}
 
     def _spawn(self, run: Run) -> None:
         command, env = self._command(run)

@@ -130,8 +130,7 @@ def job_name(crawler: Crawler) -> str:
             name = check_crawl_id(crawler.settings.get("CRAWL_ID"))
         elif redis_url(crawler.settings):
             spider = crawler.spidercls.name if crawler.spidercls else "crawl"
-            name = quote(f"redis:{ClusterKeys.from_settings(crawler.settings, spider).queue}", safe=":-_.")
-            name = name[:JOB_NAME_MAX]
+            name = cluster_job_name(ClusterKeys.from_settings(crawler.settings, spider))
         elif jobdir:
             name = _kept_job_name(Path(jobdir))
         else:
@@ -139,6 +138,11 @@ def job_name(crawler: Crawler) -> str:
                                  time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
         _job_names[crawler] = name
     return name
+
+
+def cluster_job_name(keys: ClusterKeys) -> str:
+    """A distributed crawl's job name: its Redis queue key, ``redis:topic:requests``."""
+    return quote(f"redis:{keys.queue}", safe=":-_.")[:JOB_NAME_MAX]
 
 
 def _new_job_name(*parts: str) -> str:
