@@ -3,7 +3,7 @@
 Usage (from the repository root, with the project's virtualenv)::
 
     .venv/bin/python bench/bench_crawl.py [--pages 1000] [--links 5] [--rounds 3]
-        [--variants baseline,plain,jieba,rjieba,inline,mysql]
+        [--variants baseline,plain,jieba,rjieba,inline,mysql,noindex]
         [--mysql-url URL] [--body-chars 3000] [--topic WORD,...]
         [--concurrency 16] [--backlog 128] [--segmentation-only]
         [--profile [--profile-variant plain] [--profile-out FILE]] [--keep]
@@ -29,7 +29,9 @@ site once with each variant:
   on the reactor thread;
 * **unpooled** (not run unless named): plain with ``PAGE_PROCESSES=0``;
 * **mysql** (not run unless named): plain, storing into MySQL (``--mysql-url``, a
-  database dropped and created afresh before every run) instead of SQLite.
+  database dropped and created afresh before every run) instead of SQLite;
+* **noindex** (not run unless named): plain with ``SEARCH_INDEX=false``, pages stored
+  without their search index, to show what indexing costs a crawl.
 
 Each page's body holds ``--body-chars`` characters of real Chinese prose (0: none, the
 generator's one-line pages): the visible text of the ``reference``, ``faq`` and
@@ -143,7 +145,7 @@ class Variant:
         return self.name[0].upper()
 
 
-VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "mysql")
+VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "mysql", "noindex")
 DEFAULT_VARIANTS = ("baseline", "plain", "jieba", "rjieba", "inline")
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
 
@@ -162,6 +164,8 @@ def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYS
         "unpooled": Variant("unpooled", {"PAGE_PROCESSES": "0"}),
         # plain, storing into MySQL: a database created afresh for every run.
         "mysql": Variant("mysql", {"DATABASE_URL": mysql_url}),
+        # plain, storing pages without indexing them for search.
+        "noindex": Variant("noindex", {"SEARCH_INDEX": "false"}),
     }
     return [table[name] for name in names]
 

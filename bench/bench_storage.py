@@ -9,11 +9,14 @@ server)::
 Writes ``--pages`` generated pages (each with ``--text-chars`` characters of Chinese
 text, a title and two e-mail addresses) with topicspider's own
 :class:`~topicspider.storage.mysql.MySQLStore`, into a database dropped and created
-afresh before every run, three ways:
+afresh before every run, four ways:
 
 * **batched**: ``write_pages`` of ``--batch`` pages at a time, as the storage pipeline
   does: one transaction per batch, pymysql's ``executemany`` sending multi-row
   ``INSERT ... ON DUPLICATE KEY UPDATE`` statements;
+* **unindexed**: batched with ``SEARCH_INDEX`` off, to show what the search index
+  costs (the text repeats one sentence, so a page has few distinct terms: the crawl
+  benchmark's ``noindex`` variant, on real prose, is the fuller measure);
 * **statements**: the same transactions, but one ``INSERT`` per row (what
   ``executemany`` would do without pymysql's multi-row rewrite), to tell the
   statements' share from the transactions';
@@ -49,7 +52,7 @@ from topicspider.storage.mysql import MySQLStore  # noqa: E402
 
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
 PROSE = "数据库按批写入比逐行写入快得多，因为每次提交都要把日志刷到磁盘上。"
-WAYS = ("batched", "statements", "row-by-row")
+WAYS = ("batched", "unindexed", "statements", "row-by-row")
 
 
 class OneStatementPerRow(Cursor):
@@ -81,7 +84,7 @@ def write(store: MySQLStore, pages: Sequence[PageItem], batch: int) -> float:
 def run_way(way: str, url: str, pages: Sequence[PageItem], batch: int) -> float:
     """Pages per second written ``way`` into a fresh database."""
     fresh_mysql_database(url)
-    store = MySQLStore(url)
+    store = MySQLStore(url, index=way != "unindexed")
     try:
         if way == "statements":
             store._connection.cursorclass = OneStatementPerRow  # type: ignore[union-attr]

@@ -95,4 +95,6 @@ def crawl(tmp_path: Path) -> Any:
     return run
 
 
-from tests.services import mysql_server, mysql_url, private_mariadb, redis_crawl, redis_server  # noqa: E402,F401 (fixtures)
+from tests.services import (  # noqa: E402,F401 (fixtures)
+    mysql_server, mysql_url, private_mariadb, redis_crawl, redis_server, scrapyd,
+)

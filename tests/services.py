@@ -11,13 +11,17 @@ prefix and are deleted afterwards.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,3 +197,48 @@ def redis_crawl(redis_server: str) -> Iterator[RedisCrawl]:
         for key in client.scan_iter(match=pattern, count=1000):
             client.delete(key)
     client.close()
+
+
+def tool(name: str) -> str:
+    path = Path(sys.executable).with_name(name)
+    if not path.exists():
+        pytest.fail(f"{name} is not installed next to {sys.executable}: pip install -r tests/requirements.txt")
+    return str(path)
+
+
+def call(base: str, endpoint: str, data: dict[str, Any] | list[tuple[str, str]] | None = None) -> dict[str, Any]:
+    body = urllib.parse.urlencode(data).encode() if data is not None else None
+    # listspiders.json runs "scrapy list" in a subprocess: slow on a busy machine.
+    with urllib.request.urlopen(f"{base}/{endpoint}", data=body, timeout=60) as response:
+        result: dict[str, Any] = json.loads(response.read())
+    return result
+
+
+@pytest.fixture
+def scrapyd(tmp_path: Path) -> Iterator[str]:
+    """A scrapyd of the test's own, in a temporary directory; its base URL."""
+    home = tmp_path / "scrapyd"
+    home.mkdir()
+    port = free_port()
+    (home / "scrapyd.conf").write_text(
+        "[scrapyd]\n"
+        f"http_port = {port}\nbind_address = 127.0.0.1\n"
+        f"eggs_dir = {home / 'eggs'}\nlogs_dir = {home / 'logs'}\nitems_dir =\ndbs_dir = {home / 'dbs'}\n"
+        "max_proc = 2\npoll_interval = 0.5\n"
+    )
+    with (home / "scrapyd.out").open("w") as log:
+        server = subprocess.Popen([tool("scrapyd")], cwd=home, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            if call(base, "daemonstatus.json")["status"] == "ok":
+                break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"scrapyd did not start:\n{(home / 'scrapyd.out').read_text()[-2000:]}")
+            time.sleep(0.2)
+    yield base
+    server.terminate()
+    server.wait(timeout=10)

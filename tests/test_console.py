@@ -14,7 +14,6 @@ import pytest
 
 from tests.conftest import run_project
 from tests.console_tools import chromium, running_console, wait_for
-from tests.test_scrapyd import scrapyd as scrapyd_fixture  # noqa: F401 (the fixture "scrapyd")
 from topicspider.console.app import ConsoleConfig, create_app
 from topicspider.items import PageItem
 from topicspider.localsite import generate_site
@@ -36,11 +35,17 @@ def write_site(root: Path) -> None:
 
 
 def count(driver: Any, name: str) -> int:
-    return int(driver.find_element("id", f"count-{name}").text or 0)
+    return int(text_of(driver, f"count-{name}") or 0)
 
 
 def text_of(driver: Any, element_id: str) -> str:
-    return str(driver.find_element("id", element_id).text)
+    """The element's text; empty while the page is being replaced (after a button)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+    try:
+        return str(driver.find_element("id", element_id).text)
+    except (NoSuchElementException, StaleElementReferenceException):
+        return ""
 
 
 def submit_start_form(driver: Any, seeds: str, depth: str, topic: str) -> None:
@@ -99,6 +104,10 @@ def test_a_crawl_is_started_watched_stopped_resumed_and_searched_in_a_browser(tm
         assert driver.execute_script(BLANK_CANVAS, "rate-chart") is False
         wait_for(lambda: driver.execute_script(BLANK_CANVAS, "histogram") is False, what="the histogram")
 
+        # The index grows during the crawl.
+        wait_for(lambda: searchable(workdir / "topicspider.db", "新闻"), timeout=15, what="indexed pages")
+        assert text_of(driver, "process") == "running"
+
         # Stop: a clean stop, the JOBDIR kept.
         driver.find_element("id", "stop").click()
         wait_for(lambda: text_of(driver, "process") == "stopped", timeout=60, what="the stop")
@@ -137,6 +146,11 @@ def test_a_crawl_is_started_watched_stopped_resumed_and_searched_in_a_browser(tm
 
         driver.get(f"{base}crawls/{crawl}/log")
         assert "Spider closed (finished)" in driver.find_element("tag name", "main").text
+
+
+def searchable(database: Path, term: str) -> int:
+    with sqlite3.connect(database) as db:
+        return int(db.execute("SELECT COUNT(*) FROM search_postings WHERE term = ?", (term,)).fetchone()[0])
 
 
 BLANK_CANVAS = """
@@ -304,7 +318,7 @@ def test_a_bad_database_stops_the_console_before_it_listens(tmp_path: Path) -> N
 
 def test_a_running_crawl_takes_added_urls_and_blocks_from_its_inbox(tmp_path: Path, serve) -> None:
     from topicspider.localsite import page_html
-    from topicspider.storage.crawls import add_control
+    from topicspider.storage.crawls import add_controls
 
     root, other = tmp_path / "site", tmp_path / "other"
     for directory in (root, other):
@@ -333,9 +347,9 @@ def test_a_running_crawl_takes_added_urls_and_blocks_from_its_inbox(tmp_path: Pa
         wait_for(lambda: "/" in site.paths(), what="the first page")
         store = open_store(database)
         now = time.time()
-        store.transaction(lambda c, d: (add_control(c, d, "inbox-test", "block", f"{site.url}/b*", now),
-                                        add_control(c, d, "inbox-test", "add", f"{second.url}/", now),
-                                        add_control(c, d, "inbox-test", "add", "not a url", now)), write=True)
+        store.transaction(lambda c, d: (add_controls(c, d, "inbox-test", "block", [f"{site.url}/b*"], now),
+                                        add_controls(c, d, "inbox-test", "add", [f"{second.url}/", "not a url"], now)),
+                          write=True)
         store.close()
         _, errors = crawl.communicate(timeout=120)
     finally:
@@ -353,12 +367,11 @@ def test_a_running_crawl_takes_added_urls_and_blocks_from_its_inbox(tmp_path: Pa
 # -- with scrapyd -----------------------------------------------------------------------------
 
 
-def test_with_scrapyd_a_crawl_is_scheduled_watched_and_cancelled(tmp_path: Path, serve, console, scrapyd_fixture) -> None:
+def test_with_scrapyd_a_crawl_is_scheduled_watched_and_cancelled(tmp_path: Path, serve, console, scrapyd) -> None:
     import subprocess
 
-    scrapyd = scrapyd_fixture
-
-    from tests.test_scrapyd import call, project_copy, tool
+    from tests.services import call, tool
+    from tests.test_scrapyd import project_copy
 
     write_site(tmp_path / "site")
     site = serve(tmp_path / "site")
@@ -389,3 +402,28 @@ def test_with_scrapyd_a_crawl_is_scheduled_watched_and_cancelled(tmp_path: Path,
     assert final["process"] == "finished" and final["counts"]["pages_fetched"] < SITE_PAGES
     assert final["workers"][0]["finish_reason"] == "shutdown"
     assert "Spider opened" in client.get(f"/crawls/{crawl}/log").get_data(as_text=True)
+
+
+def test_a_local_crawl_with_a_trained_topic_runs_to_the_end(tmp_path: Path, serve) -> None:
+    from topicspider.console.forms import crawl_request
+    from topicspider.console.runs import Launcher
+
+    write_site(tmp_path / "site")
+    site = serve(tmp_path / "site")
+    database = f"sqlite:///{tmp_path}/pages.db"
+    launcher = Launcher(tmp_path / "runs", database, settings={"DOWNLOAD_DELAY": "0", "CONSOLE_PORT": "1"})
+    request = crawl_request({"seeds": site.url + "/", "depth": "1", "topic_kind": "training",
+                             "topic": f"{site.url}/p2.html {site.url}/p3.html"})
+
+    run = launcher.start(request)
+    wait_for(lambda: launcher.state(launcher.get(run.crawl)) != "running", timeout=120, what="the crawl")
+
+    done = launcher.get(run.crawl)
+    assert launcher.state(done) == "finished", launcher.logs(done)["output.log"][-3000:]
+    assert (tmp_path / "runs" / run.crawl / "train.txt").read_text().split() == request.training
+    with sqlite3.connect(tmp_path / "pages.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] > 1
+        (status,) = db.execute("SELECT status FROM crawl_status WHERE crawl = ?", (run.crawl,)).fetchone()
+    assert json.loads(status)["report"]["pages_relevant"] > 0
+    log = launcher.logs(done)["crawl.log"]
+    assert "'DOWNLOAD_DELAY': '0'" in log and "CONSOLE_PORT" not in log, "the console's -s, its own aside"

@@ -9,68 +9,17 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
 import time
-import urllib.parse
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.services import free_port
+from tests.services import call, tool
 from topicspider.localsite import generate_site
 
 REPO = Path(__file__).resolve().parent.parent
 # What scrapyd-deploy packs: the package and the packaging files, nothing else.
 PROJECT_FILES = ("setup.py", "requirements.txt", "scrapy.cfg")
-START_TIMEOUT = 30.0
-
-
-def tool(name: str) -> str:
-    path = Path(sys.executable).with_name(name)
-    if not path.exists():
-        pytest.fail(f"{name} is not installed next to {sys.executable}: pip install -r tests/requirements.txt")
-    return str(path)
-
-
-def call(base: str, endpoint: str, data: dict[str, Any] | list[tuple[str, str]] | None = None) -> dict[str, Any]:
-    body = urllib.parse.urlencode(data).encode() if data is not None else None
-    # listspiders.json runs "scrapy list" in a subprocess: slow on a busy machine.
-    with urllib.request.urlopen(f"{base}/{endpoint}", data=body, timeout=60) as response:
-        result: dict[str, Any] = json.loads(response.read())
-    return result
-
-
-@pytest.fixture
-def scrapyd(tmp_path: Path) -> Iterator[str]:
-    """A scrapyd of the test's own, in a temporary directory; its base URL."""
-    home = tmp_path / "scrapyd"
-    home.mkdir()
-    port = free_port()
-    (home / "scrapyd.conf").write_text(
-        "[scrapyd]\n"
-        f"http_port = {port}\nbind_address = 127.0.0.1\n"
-        f"eggs_dir = {home / 'eggs'}\nlogs_dir = {home / 'logs'}\nitems_dir =\ndbs_dir = {home / 'dbs'}\n"
-        "max_proc = 2\npoll_interval = 0.5\n"
-    )
-    with (home / "scrapyd.out").open("w") as log:
-        server = subprocess.Popen([tool("scrapyd")], cwd=home, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        try:
-            if call(base, "daemonstatus.json")["status"] == "ok":
-                break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail(f"scrapyd did not start:\n{(home / 'scrapyd.out').read_text()[-2000:]}")
-            time.sleep(0.2)
-    yield base
-    server.terminate()
-    server.wait(timeout=10)
 
 
 def project_copy(root: Path, scrapyd_url: str) -> Path:

@@ -164,6 +164,20 @@ def test_pages_stored_before_the_index_are_indexed_by_reindex(store: Store) -> N
     assert find(store, "新闻").total == 2
 
 
+def test_without_search_index_pages_are_stored_unindexed_until_reindex(store: Store, tmp_path: Path,
+                                                                        request: pytest.FixtureRequest) -> None:
+    url = f"sqlite:///{tmp_path}/search.db" if "sqlite" in request.node.name else request.getfixturevalue("mysql_url")
+    unindexed = open_store(url, index=False)
+    try:
+        unindexed.write_pages(CORPUS)
+    finally:
+        unindexed.close()
+
+    assert find(store, "新闻").total == 0
+    assert store.transaction(lambda cursor, dialect: reindex_missing(cursor, dialect, 10), write=True) == len(CORPUS)
+    assert find(store, "新闻").total == 2
+
+
 def test_a_failing_read_rolls_back_its_writes(store: Store) -> None:
     store.write_pages(CORPUS)
 

@@ -99,6 +99,7 @@ STORAGE_RETRY_TIMES = 8
 STORAGE_RETRY_DELAY = 1.0
 STORAGE_RETRY_MAX_DELAY = 30.0
 STORAGE_SPILL_FILE = "topicspider-spill.jsonl"
+SEARCH_INDEX = True  # index pages for search as they are stored (scrapy search --reindex catches up)
 TOPIC_THRESHOLD = 0.6  # the best mean F1 in bench/bench_topic.py, see README
 TOPIC_TITLE_WEIGHT = 4.0
 TOPIC_BODY_WEIGHT = 1.0

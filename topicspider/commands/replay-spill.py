@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from topicspider.config import ConfigError, get_int
+from topicspider.config import ConfigError, get_bool, get_int
 from topicspider.items import PageItem
 from topicspider.storage import BatchOutcome, StorageError, Store, open_store, write_isolating
 from topicspider.storage.spill import claim_spill, give_back, read_spill, spill_pages
@@ -48,7 +48,7 @@ class Command(ScrapyCommand):
             if not path.is_file():
                 raise ConfigError(f"no spill file {str(path)!r}")
             batch_size = get_int(self.settings, "STORAGE_BATCH_SIZE")
-            store = open_store(database_url)
+            store = open_store(database_url, index=get_bool(self.settings, "SEARCH_INDEX"))
         except ConfigError as exc:
             sys.stderr.write(f"topicspider: error: {exc}\n")
             self.exitcode = 2

@@ -48,9 +48,11 @@ class Command(CrawlCommand):
             raise UsageError("give the samples: -a train=URL_OR_PATH[,...] or -a train=@file", print_help=False)
         assert self.settings is not None
         self.settings.set("TOPIC_TRAIN_OUTPUT", opts.output, priority="cmdline")
-        # The topic file is the only output: no crawl log, report file or database.
+        # The topic file is the only output: no crawl log, report file, database or live status.
         for name in ("CRAWL_LOG", "STATS_FILE"):
             self.settings.set(name, "", priority="cmdline")
+        for name in ("STATUS_INTERVAL", "CONTROL_INTERVAL"):
+            self.settings.set(name, 0, priority="cmdline")
         self.settings.set("ITEM_PIPELINES", {}, priority="cmdline")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:

@@ -28,7 +28,7 @@ from topicspider.console.live import combine
 from topicspider.console.runs import Launcher, Run, RunError, Scrapyd
 from topicspider.search.index import emails_found, search
 from topicspider.storage import StorageError, Store, open_store
-from topicspider.storage.crawls import add_control, crawl_ids, statuses
+from topicspider.storage.crawls import add_controls, crawl_ids, statuses
 from topicspider.storage.dialect import Dialect
 
 T = TypeVar("T")
@@ -225,12 +225,7 @@ def create_app(config: ConsoleConfig) -> Flask:
 
     def _control(crawl: str, action: str, arguments: list[str]) -> None:
         now = time.time()
-
-        def write(cursor: Any, dialect: Dialect) -> None:
-            for argument in arguments:
-                add_control(cursor, dialect, crawl, action, argument, now)
-
-        database(write, write=True)
+        database(lambda cursor, dialect: add_controls(cursor, dialect, crawl, action, arguments, now), write=True)
 
     def _crawl_problem(crawl: str, run: Run | None, error: FormError) -> Any:
         return render_template("crawl.html", crawl=crawl, run=run, view=_view(crawl, run), problems=error.problems,

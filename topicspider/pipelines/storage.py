@@ -3,7 +3,8 @@
 Enabled by ``topicspider.pipelines.storage.StoragePipeline`` in ``ITEM_PIPELINES``.
 Settings: ``DATABASE_URL``, ``STORAGE_BATCH_SIZE``, ``STORAGE_FLUSH_INTERVAL``,
 ``STORAGE_RETRY_TIMES``, ``STORAGE_RETRY_DELAY``, ``STORAGE_RETRY_MAX_DELAY``,
-``STORAGE_SPILL_FILE``. Stats: ``storage/pages_written``, ``storage/emails_written``,
+``STORAGE_SPILL_FILE``, ``SEARCH_INDEX`` (index the pages for search as they are
+written, :mod:`topicspider.search`). Stats: ``storage/pages_written``, ``storage/emails_written``,
 ``storage/batches``, ``storage/errors``, ``storage/retries``, ``storage/pages_refused``,
 ``storage/pages_spilled`` and ``storage/pages_lost``.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,7 +33,7 @@ from twisted.internet.defer import Deferred, DeferredLock
 from twisted.internet.task import LoopingCall
 from twisted.python.threadpool import ThreadPool
 
-from topicspider.config import get_float, get_int
+from topicspider.config import get_bool, get_float, get_int
 from topicspider.items import PageItem
 from topicspider.reactor_tools import in_thread, sleep
 from topicspider.signals import pages_durable
@@ -59,6 +61,7 @@ class StoragePipeline:
         self.retry_delay = get_float(settings, "STORAGE_RETRY_DELAY")
         self.retry_max_delay = get_float(settings, "STORAGE_RETRY_MAX_DELAY")
         self.spill_path = Path(settings.get("STORAGE_SPILL_FILE"))
+        self.index = get_bool(settings, "SEARCH_INDEX")
         self.failing = False  # the last batch was spilled: no retries until a write succeeds
         # Batches are written one at a time, in order, retries included.
         self.writing = DeferredLock()
@@ -80,7 +83,7 @@ class StoragePipeline:
 
     async def open_spider(self) -> None:
         self.pool.start()
-        self.store = await self._in_thread(self.backend, self.database_url)
+        self.store = await self._in_thread(partial(self.backend, self.database_url, index=self.index))
         logger.info("Storing pages in %s", mask_url(self.database_url))
         self.flusher.start(self.flush_interval, now=False)
 

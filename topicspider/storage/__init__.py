@@ -92,7 +92,7 @@ def write_isolating(store: Store, pages: Sequence[PageItem]) -> BatchOutcome:
     return write_isolating(store, pages[:middle]) + write_isolating(store, pages[middle:])
 
 
-def backend_for(database_url: str) -> Callable[[str], Store]:
+def backend_for(database_url: str) -> Callable[..., Store]:
     """The backend class for ``database_url``; :class:`ConfigError` for an unknown scheme."""
     scheme = urlsplit(database_url).scheme.lower().split("+", 1)[0]
     target = BACKENDS.get(scheme)
@@ -105,9 +105,10 @@ def backend_for(database_url: str) -> Callable[[str], Store]:
     return getattr(import_module(module_name), class_name)
 
 
-def open_store(database_url: str) -> Store:
-    """Connect to ``database_url`` and create the schema if it is absent.
+def open_store(database_url: str, *, index: bool = True) -> Store:
+    """Connect to ``database_url`` and create the schema if it is absent; ``index``:
+    index the pages it writes for search (``SEARCH_INDEX``).
 
     Raises :class:`ConfigError` when the URL is bad or the database cannot be opened.
     """
-    return backend_for(database_url)(database_url)
+    return backend_for(database_url)(database_url, index=index)

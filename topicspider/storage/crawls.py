@@ -65,11 +65,13 @@ def statuses(cursor: Any, dialect: Dialect, crawl: str | None = None, limit: int
             for crawl_id, worker, state, updated, status in cursor.fetchall()]
 
 
-def add_control(cursor: Any, dialect: Dialect, crawl: str, action: str, argument: str, created: float) -> None:
+def add_controls(cursor: Any, dialect: Dialect, crawl: str, action: str, arguments: list[str], created: float) -> None:
+    """Queue ``action`` once per argument for the crawl, in order."""
     if action not in ACTIONS:
         raise ValueError(f"unknown control action {action!r}")
-    cursor.execute(dialect.sql("INSERT INTO crawl_control (crawl, action, argument, created) VALUES (?, ?, ?, ?)"),
-                   (check_crawl_id(crawl), action, argument, created))
+    check_crawl_id(crawl)
+    cursor.executemany(dialect.sql("INSERT INTO crawl_control (crawl, action, argument, created) VALUES (?, ?, ?, ?)"),
+                       [(crawl, action, argument, created) for argument in arguments])
 
 
 def controls_after(cursor: Any, dialect: Dialect, crawl: str, after: int) -> list[Control]:

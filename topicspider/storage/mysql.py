@@ -338,10 +338,14 @@ def _page_row(page: PageItem) -> tuple[Any, ...]:
 
 
 class MySQLStore(_Connected):
-    """The storage pipeline's backend."""
+    """The storage pipeline's backend; ``index``: index the pages it writes for search."""
+
+    def __init__(self, database_url: str, *, index: bool = True) -> None:
+        super().__init__(database_url)
+        self.index = index
 
     def write_pages(self, pages: Sequence[PageItem]) -> int:
-        terms = pages_terms([(page.title, page.text) for page in pages])
+        terms = pages_terms([(page.title, page.text) for page in pages]) if self.index else None
         result: int = self._run(self._write, pages, terms)
         return result
 
@@ -356,7 +360,7 @@ class MySQLStore(_Connected):
         return result
 
     @staticmethod
-    def _write(connection: Connection[Cursor], pages: Sequence[PageItem], terms: list[Counter[str]]) -> int:
+    def _write(connection: Connection[Cursor], pages: Sequence[PageItem], terms: list[Counter[str]] | None) -> int:
         with connection.cursor() as cursor:
             # pymysql sends this as multi-row INSERTs, not one statement per page.
             cursor.executemany(UPSERT_PAGE, [_page_row(page) for page in pages])
@@ -365,8 +369,9 @@ class MySQLStore(_Connected):
                 cursor.execute(f"DELETE FROM emails WHERE page_id IN ({_marks(chunk)})", chunk)
             rows = [(ids[identity_digest(page.url)], email) for page in pages for email in page.emails]
             cursor.executemany("INSERT IGNORE INTO emails (page_id, email) VALUES (%s, %s)", rows)
-            index_pages(cursor, MYSQL, [(ids[identity_digest(page.url)], page_terms)
-                                        for page, page_terms in zip(pages, terms)])
+            if terms is not None:
+                index_pages(cursor, MYSQL, [(ids[identity_digest(page.url)], page_terms)
+                                            for page, page_terms in zip(pages, terms)])
         return len(rows)
 
 

@@ -105,7 +105,8 @@ def sqlite_path(database_url: str) -> str:
 
 
 class SQLiteStore:
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, *, index: bool = True) -> None:
+        self.index = index
         path = sqlite_path(database_url)
         if not Path(path).parent.resolve().is_dir():
             raise ConfigError(f"DATABASE_URL {mask_url(database_url)!r}: directory {str(Path(path).parent)!r} does not exist")
@@ -141,7 +142,7 @@ class SQLiteStore:
             raise StorageError(f"{type(exc).__name__}: {exc}") from exc
 
     def _write(self, pages: Sequence[PageItem]) -> int:
-        terms = pages_terms([(p.title, p.text) for p in pages])
+        terms = pages_terms([(p.title, p.text) for p in pages]) if self.index else []
         cursor = self.connection.cursor()
         cursor.execute("BEGIN IMMEDIATE")
         try:
@@ -154,7 +155,8 @@ class SQLiteStore:
             cursor.executemany("DELETE FROM emails WHERE page_id = ?", [(i,) for i in ids.values()])
             rows = [(ids[p.url], email) for p in pages for email in p.emails]
             cursor.executemany("INSERT OR IGNORE INTO emails (page_id, email) VALUES (?, ?)", rows)
-            index_pages(cursor, SQLITE, [(ids[p.url], page_terms) for p, page_terms in zip(pages, terms)])
+            if self.index:
+                index_pages(cursor, SQLITE, [(ids[p.url], page_terms) for p, page_terms in zip(pages, terms)])
             cursor.execute("COMMIT")
         except BaseException:
             cursor.execute("ROLLBACK")
