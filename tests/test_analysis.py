@@ -137,3 +137,18 @@ def test_pages_read_in_worker_processes_and_on_the_reactor_alike(mixed_site, ser
         (result.workdir / "topicspider.db").unlink()
     assert runs[0] == runs[1]
     assert runs[0][1]["topic/scored"] == 5 and runs[0][1]["topic/links_not_followed"] == 1
+
+
+def test_search_terms_are_worked_out_for_the_pages_that_will_be_stored() -> None:
+    html = page_html("电子表格新闻", ON_TOPIC, [])
+    irrelevant = page_html("体育", OFF_TOPIC, [])
+    noindex = html.replace("<head>", '<head><meta name="robots" content="noindex">')
+    strict = PageRules(topic=topic())
+
+    terms = analyse_page(page(html), PageRules()).search_terms
+    assert terms is not None and terms["新闻"] >= 4 and "电子表格" in terms, "title terms weigh 4"
+    assert analyse_page(page(html), strict).search_terms is not None
+    assert analyse_page(page(irrelevant), strict).search_terms is None, "an irrelevant page is not stored"
+    assert analyse_page(page(irrelevant), PageRules(topic=topic(), store_all=True)).search_terms is not None
+    assert analyse_page(page(noindex), PageRules()).search_terms is None
+    assert analyse_page(page(html), PageRules(search_index=False)).search_terms is None

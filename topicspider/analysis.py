@@ -19,6 +19,7 @@ from topicspider.extract import (
     RawLink, base_url, extract_emails, extract_links, extract_text, extract_title, html_root, truncate,
 )
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
+from topicspider.search.terms import document_terms
 from topicspider.topic.score import Relevance, Topic
 from topicspider.urls import BadURL, canonical_url, non_page_reason, request_url, site_of
 
@@ -44,6 +45,8 @@ class PageRules:
     threshold: float = 0.6
     follow_all: bool = False
     best_first: bool = False
+    search_index: bool = True  # work out the search index terms of pages that will be stored
+    store_all: bool = False  # TOPIC_STORE_ALL: irrelevant pages are stored too
 
     def relevant(self, relevance: Relevance) -> bool:
         return relevance.score >= self.threshold
@@ -81,6 +84,7 @@ class PageAnalysis:
     # Stats increments ("links/insite", "extract/text_truncated"...), applied by the caller.
     counts: Counter[str] = field(default_factory=Counter)
     score_seconds: float = 0.0
+    search_terms: dict[str, int] | None = None  # None when the page will not be stored
 
 
 def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
@@ -100,6 +104,8 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
         analysis.relevance = rules.topic.relevance(title, body_text)
         analysis.score_seconds = perf_counter() - started
         analysis.relevant = rules.relevant(analysis.relevance)
+    if rules.search_index and _stored(analysis, rules):
+        analysis.search_terms = dict(document_terms(title, body_text))
     counts["robots/meta_noindex"] += analysis.noindex
     if NOFOLLOW in directives:
         counts["robots/meta_nofollow"] += 1
@@ -111,6 +117,10 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
         analysis.links = _links_to_follow(links, page, rules, analysis.relevance, counts)
     analysis.counts = +counts  # the zeros dropped
     return analysis
+
+
+def _stored(analysis: PageAnalysis, rules: PageRules) -> bool:
+    return not analysis.noindex and (analysis.relevant is not False or rules.store_all)
 
 
 def _robots_directives(root: object, headers: tuple[str, ...], rules: PageRules) -> set[str]:

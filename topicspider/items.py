@@ -21,3 +21,7 @@ class PageItem:
     content_type: str = ""
     encoding: str = ""
     content_length: int = 0
+    # The page's search index terms and counts, worked out off the reactor with the rest
+    # of the page (topicspider.analysis); not stored as such. None: the store works
+    # them out itself.
+    search_terms: dict[str, int] | None = None

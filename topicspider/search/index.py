@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from topicspider.items import PageItem
 from topicspider.search.snippet import Piece, highlight, snippet
 from topicspider.search.terms import document_terms, query_terms
 from topicspider.storage import chunks
@@ -57,10 +58,12 @@ class Results:
     offset: int = 0
 
 
-def pages_terms(pages: Sequence[tuple[str, str]]) -> list[Counter[str]]:
-    """The index terms of each (title, text): worked out before the writing transaction,
-    which then holds its locks for the writes alone."""
-    return [document_terms(title, text) for title, text in pages]
+def pages_terms(pages: Sequence[PageItem]) -> list[Counter[str]]:
+    """The index terms of each page: those the page analysis worked out, else its own
+    title's and text's. Called before the writing transaction, which then holds its
+    locks for the writes alone."""
+    return [Counter(page.search_terms) if page.search_terms is not None else document_terms(page.title, page.text)
+            for page in pages]
 
 
 def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, Counter[str]]]) -> None:
@@ -179,8 +182,7 @@ def page_emails(cursor: Any, dialect: Dialect, ids: list[int]) -> dict[int, list
 def reindex_missing(cursor: Any, dialect: Dialect, batch: int) -> int:
     """Index up to ``batch`` stored pages missing from the index; the number indexed."""
     pages = unindexed_pages(cursor, dialect, batch)
-    terms = pages_terms([(title, text) for _, title, text in pages])
-    index_pages(cursor, dialect, [(page_id, page_terms) for (page_id, _, _), page_terms in zip(pages, terms)])
+    index_pages(cursor, dialect, [(page_id, document_terms(title, text)) for page_id, title, text in pages])
     return len(pages)
 
 

@@ -44,12 +44,11 @@ def segmenter(backend: str = "rjieba") -> Segmenter:
 
 def document_terms(title: str, text: str, backend: str = "rjieba") -> Counter[str]:
     """Each index term of a page and its weighted count."""
-    cut = segmenter(backend).search_terms
-    counts = Counter(term for term in cut(text[:INDEX_MAX_CHARS]) if len(term) <= TERM_MAX_CHARS)
-    for term in cut(title):
-        if len(term) <= TERM_MAX_CHARS:
-            counts[term] += TITLE_WEIGHT
-    return counts
+    count = segmenter(backend).search_term_counts
+    counts = count(text[:INDEX_MAX_CHARS])
+    for term, occurrences in count(title).items():
+        counts[term] += TITLE_WEIGHT * occurrences
+    return Counter({term: n for term, n in counts.items() if len(term) <= TERM_MAX_CHARS})
 
 
 def query_terms(query: str, backend: str = "rjieba") -> list[str]:

@@ -136,6 +136,8 @@ class TopicSpider(scrapy.Spider):
             threshold=get_float(settings, "TOPIC_THRESHOLD"),
             follow_all=get_bool(settings, "TOPIC_FOLLOW_ALL"),
             best_first=get_bool(settings, "TOPIC_BEST_FIRST"),
+            search_index=get_bool(settings, "SEARCH_INDEX"),
+            store_all=get_bool(settings, "TOPIC_STORE_ALL"),
         )
         spider.pages = PagePool.from_crawler(crawler)
         crawler.signals.connect(spider._start_pages_without_topic, signal=signals.spider_opened)
@@ -344,6 +346,7 @@ class TopicSpider(scrapy.Spider):
             content_type=response.headers.get(b"Content-Type", b"").decode("latin-1"),
             encoding=response.encoding,  # type: ignore[attr-defined]
             content_length=len(response.body),
+            search_terms=analysis.search_terms,
         )
 
     def on_error(self, failure: Failure) -> None:

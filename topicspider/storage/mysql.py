@@ -345,7 +345,7 @@ class MySQLStore(_Connected):
         self.index = index
 
     def write_pages(self, pages: Sequence[PageItem]) -> int:
-        terms = pages_terms([(page.title, page.text) for page in pages]) if self.index else None
+        terms = pages_terms(pages) if self.index else None
         result: int = self._run(self._write, pages, terms)
         return result
 

@@ -27,7 +27,14 @@ def spill_pages(path: Path, pages: Sequence[PageItem]) -> None:
     Under an exclusive lock, and only to the file still at ``path``: a replay that
     claimed the file (:func:`claim_spill`) has read it whole, so a crawl spilling at the
     same moment writes a new file rather than into the claimed one."""
-    _append(path, "".join(json.dumps(asdict(page), ensure_ascii=False) + "\n" for page in pages).encode("utf-8"))
+    _append(path, "".join(json.dumps(_spilled(page), ensure_ascii=False) + "\n" for page in pages).encode("utf-8"))
+
+
+def _spilled(page: PageItem) -> dict[str, object]:
+    # The index terms are worked out again when the page is replayed: no need to keep them.
+    fields = asdict(page)
+    fields.pop("search_terms", None)
+    return fields
 
 
 def _append(path: Path, data: bytes) -> None:

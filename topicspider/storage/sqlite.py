@@ -142,7 +142,7 @@ class SQLiteStore:
             raise StorageError(f"{type(exc).__name__}: {exc}") from exc
 
     def _write(self, pages: Sequence[PageItem]) -> int:
-        terms = pages_terms([(p.title, p.text) for p in pages]) if self.index else []
+        terms = pages_terms(pages) if self.index else []
         cursor = self.connection.cursor()
         cursor.execute("BEGIN IMMEDIATE")
         try:

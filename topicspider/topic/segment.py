@@ -138,11 +138,16 @@ class Segmenter:
         """Every term of ``text``, in order: what training learns from."""
         return self._terms(self._cut_text(text))
 
-    def search_terms(self, text: str) -> list[str]:
-        """The terms of ``text`` in jieba's search mode: each word, and the dictionary
-        words of two or three characters inside it (新闻 inside 新闻网), so that a search
-        for the shorter word finds the longer one."""
-        return self._terms(self._loaded().cut_for_search(text))
+    def search_term_counts(self, text: str) -> Counter[str]:
+        """How often each term of ``text`` occurs in jieba's search mode: each word, and
+        the dictionary words of two or three characters inside it (新闻 inside 新闻网),
+        so that a search for the shorter word finds the longer one. Tokens are counted
+        first (in C) and each distinct one is checked once."""
+        counts: Counter[str] = Counter()
+        for token, count in Counter(self._loaded().cut_for_search(text)).items():
+            for term in self._terms([token]):
+                counts[term] += count
+        return counts
 
     def _terms(self, tokens: list[str]) -> list[str]:
         if self.backend == "rjieba":
