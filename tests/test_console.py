@@ -427,3 +427,45 @@ def test_a_local_crawl_with_a_trained_topic_runs_to_the_end(tmp_path: Path, serv
     assert json.loads(status)["report"]["pages_relevant"] > 0
     log = launcher.logs(done)["crawl.log"]
     assert "'DOWNLOAD_DELAY': '0'" in log and "CONSOLE_PORT" not in log, "the console's -s, its own aside"
+
+
+def test_crawl_ids_in_paths_never_leave_the_runs_directory(console, tmp_path: Path) -> None:
+    from topicspider.console.runs import Launcher
+
+    (tmp_path / "run.json").write_text('{"crawl": "x"}')
+    launcher = Launcher(tmp_path / "runs", f"sqlite:///{tmp_path}/console.db")
+    client = console()
+
+    assert launcher.get("..") is None and launcher.get(".") is None and launcher.get("a/b") is None
+    assert client.get("/crawls/..").status_code == 404
+    assert client.get("/crawls/%2e%2e/log").status_code == 404
+    assert client.post("/crawls/../stop", data={"csrf": csrf_of(client)}).status_code in (404, 405)
+
+
+def test_login_redirects_only_within_the_console() -> None:
+    from topicspider.console.app import host_name, local_path
+
+    assert local_path("/emails?q=a") == "/emails?q=a"
+    assert [local_path(target) for target in ("//evil.cn", "/\\evil.cn", "/\t/evil.cn", "https://evil.cn/")] == ["/"] * 4
+    assert [host_name(host) for host in ("127.0.0.1:8070", "[::1]:8070", "[::1]", "localhost")] == [
+        "127.0.0.1", "::1", "::1", "localhost"]
+
+
+def test_scrapy_control_writes_to_a_crawls_inbox(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path}/inbox.db"
+    added = run_project(scrapy_command("control", "crawl-1", "add", "http://a.cn/", "http://b.cn/x",
+                                       "-s", f"DATABASE_URL={database}"), tmp_path)
+    blocked = run_project(scrapy_command("control", "crawl-1", "block", "*/tag/*", "-s", f"DATABASE_URL={database}"),
+                          tmp_path)
+    bad_url = run_project(scrapy_command("control", "crawl-1", "add", "ftp://a.cn/", "-s", f"DATABASE_URL={database}"),
+                          tmp_path)
+    bad_crawl = run_project(scrapy_command("control", "../x", "add", "http://a.cn/", "-s", f"DATABASE_URL={database}"),
+                            tmp_path)
+
+    assert added.returncode == 0 and "Sent 2 URLs to add to crawl crawl-1" in added.stdout, added.stderr
+    assert blocked.returncode == 0, blocked.stderr
+    assert bad_url.returncode == 2 and bad_url.stderr.startswith("topicspider: error: urls: bad added URL")
+    assert bad_crawl.returncode == 2 and "CRAWL_ID must be" in bad_crawl.stderr
+    with sqlite3.connect(tmp_path / "inbox.db") as db:
+        assert db.execute("SELECT crawl, action, argument FROM crawl_control ORDER BY id").fetchall() == [
+            ("crawl-1", "add", "http://a.cn/"), ("crawl-1", "add", "http://b.cn/x"), ("crawl-1", "block", "*/tag/*")]

@@ -14,7 +14,7 @@ from tests.conftest import run_project
 from tests.services import query
 from topicspider.items import PageItem
 from topicspider.runner import scrapy_command
-from topicspider.search.index import Results, idf, reindex_missing, search
+from topicspider.search.index import Results, idf, reindex_missing, search, unindex_pages
 from topicspider.search.snippet import Piece, as_text, highlight, snippet
 from topicspider.search.terms import TITLE_WEIGHT, document_terms, query_terms
 from topicspider.storage import Store, open_store
@@ -157,8 +157,8 @@ def test_pages_stored_before_the_index_are_indexed_by_reindex(store: Store) -> N
     store.transaction(forget, write=True)
     assert find(store, "新闻").total == 0
 
-    done = store.transaction(lambda cursor, dialect: reindex_missing(cursor, dialect, 3), write=True)
-    rest = store.transaction(lambda cursor, dialect: reindex_missing(cursor, dialect, 3), write=True)
+    done = reindex_missing(store.transaction, 3)
+    rest = reindex_missing(store.transaction, 3)
 
     assert (done, rest) == (3, 1)
     assert find(store, "新闻").total == 2
@@ -174,7 +174,7 @@ def test_without_search_index_pages_are_stored_unindexed_until_reindex(store: St
         unindexed.close()
 
     assert find(store, "新闻").total == 0
-    assert store.transaction(lambda cursor, dialect: reindex_missing(cursor, dialect, 10), write=True) == len(CORPUS)
+    assert reindex_missing(store.transaction, 10) == len(CORPUS)
     assert find(store, "新闻").total == 2
 
 
@@ -246,3 +246,58 @@ def test_mysql_and_sqlite_rank_alike(tmp_path: Path, mysql_url: str) -> None:
             each.close()
     assert rankings[0] == rankings[1]
     assert query(mysql_url, "SELECT COUNT(*) FROM search_docs") == [(len(CORPUS),)]
+
+
+def test_a_query_word_no_page_holds_whole_is_looked_up_by_its_parts(store: Store) -> None:
+    store.write_pages([page("http://a.cn/u", "招聘", "北京大学生前来应聘")])
+
+    found = find(store, "北京大学")
+
+    assert urls(found) == ["http://a.cn/u"]
+    assert set(found.terms) == {"北京", "大学"}
+
+
+def test_a_page_twice_in_one_batch_is_indexed_once_as_its_last_copy(store: Store) -> None:
+    store.write_pages([page("http://a.cn/x", "一", "足球"), page("http://a.cn/x", "二", "篮球")])
+
+    assert find(store, "足球").total == 0 and urls(find(store, "篮球")) == ["http://a.cn/x"]
+
+
+def test_a_page_stored_again_without_the_index_leaves_it_until_reindex(store: Store, tmp_path: Path,
+                                                                       request: pytest.FixtureRequest) -> None:
+    store.write_pages([page("http://a.cn/x", "旧", "足球")])
+    url = f"sqlite:///{tmp_path}/search.db" if "sqlite" in request.node.name else request.getfixturevalue("mysql_url")
+    unindexed = open_store(url, index=False)
+    try:
+        unindexed.write_pages([page("http://a.cn/x", "新", "篮球")])
+    finally:
+        unindexed.close()
+
+    assert find(store, "足球").total == 0, "no stale postings"
+    assert reindex_missing(store.transaction, 10) == 1
+    assert urls(find(store, "篮球")) == ["http://a.cn/x"]
+
+
+def test_reindex_leaves_alone_a_page_a_crawl_indexed_meanwhile(store: Store) -> None:
+    store.write_pages([page("http://a.cn/x", "x", "足球")])
+    stored = page_id(store, "http://a.cn/x")
+    store.transaction(lambda cursor, dialect: unindex_pages(cursor, dialect, [stored]), write=True)
+    reads: list[Any] = []
+
+    def crawl_writes_between(work: Any, *, write: bool = False) -> Any:
+        if write and reads:  # the crawl stores the page again between reindex's read and write
+            store.write_pages([page("http://a.cn/x", "x", "篮球")])
+        result = store.transaction(work, write=write)
+        reads.append(result)
+        return result
+
+    assert reindex_missing(crawl_writes_between, 10) == 1
+    assert find(store, "足球").total == 0 and urls(find(store, "篮球")) == ["http://a.cn/x"]
+
+
+def page_id(store: Store, url: str) -> int:
+    def read(cursor: Any, dialect: Any) -> int:
+        cursor.execute(dialect.sql("SELECT id FROM pages WHERE url = ?"), (url,))
+        return int(cursor.fetchone()[0])
+
+    return store.transaction(read)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from topicspider.urls import BadURL, canonical_url, has_public_suffix, non_page_reason, request_url, site_of
+from topicspider.urls import (
+    BadURL, canonical_url, has_public_suffix, non_page_reason, request_url, site_of, url_pattern,
+)
 
 
 @pytest.mark.parametrize(("first", "second"), [
@@ -107,3 +109,24 @@ def test_public_suffix_check() -> None:
     assert has_public_suffix("mail.example.com.cn")
     assert not has_public_suffix("2x.png")
     assert not has_public_suffix("com")
+
+
+@pytest.mark.parametrize(("pattern", "url", "matches"), [
+    ("*/tag/*", "http://a.cn/tag/x", True),
+    ("*/tag/*", "http://a.cn/tags/x", False),
+    ("http://a.cn/forum/", "http://a.cn/forum/1?page=2", True),
+    ("http://a.cn/forum/", "http://b.cn/forum/1", False),
+    ("*.pdf", "http://a.cn/x.pdf", True),
+    ("*.pdf", "http://a.cn/x.pdf?download=1", False),
+    ("http://a.cn/*?s=*", "http://a.cn/list?s=1", True),
+    ("*[1]*", "http://a.cn/a[1]", True),
+    ("http://a.cn/b*b/c", "http://a.cn/b/c", False),
+])
+def test_url_patterns_are_globs_or_prefixes(pattern: str, url: str, matches: bool) -> None:
+    assert url_pattern(pattern).matches(url) is matches
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "x" * 501])
+def test_bad_url_patterns_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        url_pattern(bad)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import posixpath
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
@@ -186,15 +187,46 @@ def non_page_reason(url: str) -> str | None:
 URL_PATTERN_MAX = 500
 
 
-def url_pattern(pattern: str) -> re.Pattern[str]:
-    """A blocked-URL pattern as a regular expression over whole URLs: a glob in which
-    ``*`` matches anything (``*/tag/*``, ``*.pdf``), or, without a ``*``, a URL prefix
-    (``https://example.com/forum/``). :class:`ValueError` for an empty or overlong one."""
+@dataclass(frozen=True)
+class URLPattern:
+    """A blocked-URL pattern: a glob over the whole URL in which ``*`` matches anything
+    (``*/tag/*``, ``*.pdf``; ``?`` and ``[`` are themselves, as URLs hold them), or,
+    without a ``*``, a URL prefix (``https://example.com/forum/``). Matched without
+    backtracking: the pieces between stars are found left to right, once each."""
+
+    text: str
+    pieces: tuple[str, ...]
+
+    def matches(self, url: str) -> bool:
+        first, *middle, last = self.pieces
+        end = len(url) - len(last)
+        if end < len(first) or not url.startswith(first) or not url.endswith(last):
+            return False
+        position = len(first)
+        for piece in middle:
+            found = url.find(piece, position, end)
+            if found < 0:
+                return False
+            position = found + len(piece)
+        return True
+
+
+def url_pattern(pattern: str) -> URLPattern:
+    """:class:`URLPattern` of ``pattern``; :class:`ValueError` for an empty or overlong one."""
     pattern = pattern.strip()
     if not pattern:
         raise ValueError("empty URL pattern")
     if len(pattern) > URL_PATTERN_MAX:
         raise ValueError(f"URL pattern longer than {URL_PATTERN_MAX} characters")
-    if "*" not in pattern:
-        pattern += "*"
-    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.DOTALL)
+    glob = pattern if "*" in pattern else pattern + "*"
+    return URLPattern(pattern, tuple(glob.split("*")))
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (``127.0.0.1``, ``::1``, ``[::1]``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -3,14 +3,15 @@ waitress on ``CONSOLE_HOST:CONSOLE_PORT`` (127.0.0.1:8070 by default).
 
 Binding to anything but a loopback address needs an access token (``--token``, or the
 ``TOPICSPIDER_CONSOLE_TOKEN`` environment variable, which keeps it out of process
-lists); without one the console refuses to start. Crawls it starts run as local
-processes under ``CONSOLE_RUNS_DIR``, or as scrapyd jobs when ``SCRAPYD_URL`` is set.
+lists, or ``CONSOLE_TOKEN``); without one the console refuses to start. Crawls it starts
+run as local processes under ``CONSOLE_RUNS_DIR``, or as jobs of ``SCRAPYD_PROJECT`` when
+``SCRAPYD_URL`` is set; its own ``-s`` settings go to each (but ``CONSOLE_*`` and any
+holding a password). A crawl page refreshes every ``CONSOLE_REFRESH`` seconds.
 A bad setting, database or address gets one line and exit status 2.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 import socket
@@ -24,8 +25,9 @@ from scrapy.settings import SETTINGS_PRIORITIES
 
 from topicspider.cluster import redis_url
 from topicspider.config import ConfigError, get_float, get_int
+from topicspider.console.runs import TOKEN_ENV
 from topicspider.storage import open_store
-from topicspider.urls import mask_url
+from topicspider.urls import is_loopback, mask_url
 
 if TYPE_CHECKING:
     import argparse
@@ -35,18 +37,8 @@ if TYPE_CHECKING:
 
     from topicspider.console.app import ConsoleConfig
 
-TOKEN_ENV = "TOPICSPIDER_CONSOLE_TOKEN"
 MIN_TOKEN_CHARS = 16
 THREADS = 8
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class Command(ScrapyCommand):

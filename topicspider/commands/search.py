@@ -76,7 +76,7 @@ class Command(ScrapyCommand):
     def _reindex(store: Store) -> int:
         total = 0
         while True:
-            done = store.transaction(lambda cursor, dialect: reindex_missing(cursor, dialect, REINDEX_BATCH), write=True)
+            done = reindex_missing(store.transaction, REINDEX_BATCH)
             total += done
             if done < REINDEX_BATCH:
                 return total

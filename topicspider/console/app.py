@@ -19,10 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from flask import Flask, abort, flash, jsonify, redirect, render_template, request, session, url_for
 from werkzeug.wrappers import Response
 
+from topicspider.config import ConfigError
 from topicspider.console.forms import FormError, added_urls, block_pattern, crawl_request
 from topicspider.console.live import combine
 from topicspider.console.runs import Launcher, Run, RunError, Scrapyd
@@ -30,10 +32,10 @@ from topicspider.search.index import emails_found, search
 from topicspider.storage import StorageError, Store, open_store
 from topicspider.storage.crawls import add_controls, crawl_ids, statuses
 from topicspider.storage.dialect import Dialect
+from topicspider.urls import is_loopback
 
 T = TypeVar("T")
 PAGE_SIZE = 20
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
@@ -75,7 +77,9 @@ class Database:
 def create_app(config: ConsoleConfig) -> Flask:
     app = Flask(__name__)
     app.secret_key = secrets.token_bytes(32)
-    app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Strict", MAX_CONTENT_LENGTH=1024 * 1024)
+    # Cookies do not tell ports apart: a name of its own keeps other local apps' sessions out.
+    app.config.update(SESSION_COOKIE_NAME="topicspider_console", SESSION_COOKIE_HTTPONLY=True,
+                      SESSION_COOKIE_SAMESITE="Strict", MAX_CONTENT_LENGTH=1024 * 1024)
     app.jinja_env.filters["href"] = web_link
     database = Database(config.database_url)
     scrapyd = Scrapyd(config.scrapyd_url, config.scrapyd_project) if config.scrapyd_url else None
@@ -83,7 +87,7 @@ def create_app(config: ConsoleConfig) -> Flask:
 
     @app.before_request
     def guard() -> Response | None:
-        if config.loopback and not config.token and request.host.rsplit(":", 1)[0] not in LOOPBACK_HOSTS:
+        if config.loopback and not config.token and not is_loopback(host_name(request.host)):
             abort(403)
         if config.token and request.endpoint not in ("login", "static") and not _authorised(config.token):
             if request.path.startswith("/api/"):
@@ -113,8 +117,7 @@ def create_app(config: ConsoleConfig) -> Flask:
         if request.method == "POST":
             if hmac.compare_digest(request.form.get("token", "").encode(), config.token.encode()):
                 session["authorised"] = True
-                target = request.args.get("next", "/")
-                return redirect(target if target.startswith("/") and not target.startswith("//") else "/")
+                return redirect(local_path(request.args.get("next", "/")))
             return render_template("login.html", error="That token is not right."), 403
         return render_template("login.html", error="")
 
@@ -174,21 +177,20 @@ def create_app(config: ConsoleConfig) -> Flask:
 
     @app.post("/crawls/<crawl>/stop")
     def stop(crawl: str) -> Any:
-        return _steer(crawl, lambda run: launcher.stop(run))
+        return _steer(crawl, launcher.stop)
 
     @app.post("/crawls/<crawl>/resume")
     def resume(crawl: str) -> Any:
-        def resumed(run: Run) -> str:
-            launcher.resume(run)
+        def resumed(crawl: str) -> str:
+            launcher.resume(crawl)
             return "Resumed the crawl from its JOBDIR."
         return _steer(crawl, resumed)
 
-    def _steer(crawl: str, action: Callable[[Run], str]) -> Any:
-        run = launcher.get(crawl)
-        if run is None:
+    def _steer(crawl: str, action: Callable[[str], str]) -> Any:
+        if launcher.get(crawl) is None:
             abort(404)
         try:
-            flash(action(run))
+            flash(action(crawl))
         except RunError as exc:
             flash(f"Could not do that: {exc}", "error")
         return redirect(url_for("crawl_page", crawl=crawl))
@@ -225,7 +227,10 @@ def create_app(config: ConsoleConfig) -> Flask:
 
     def _control(crawl: str, action: str, arguments: list[str]) -> None:
         now = time.time()
-        database(lambda cursor, dialect: add_controls(cursor, dialect, crawl, action, arguments, now), write=True)
+        try:
+            database(lambda cursor, dialect: add_controls(cursor, dialect, crawl, action, arguments, now), write=True)
+        except ConfigError as exc:  # a crawl id no inbox takes
+            abort(400, str(exc))
 
     def _crawl_problem(crawl: str, run: Run | None, error: FormError) -> Any:
         return render_template("crawl.html", crawl=crawl, run=run, view=_view(crawl, run), problems=error.problems,
@@ -262,7 +267,8 @@ def create_app(config: ConsoleConfig) -> Flask:
         return render_template("emails.html", q=contains, total=total, rows=rows, page=page, page_size=PAGE_SIZE)
 
     @app.errorhandler(StorageError)
-    def database_failed(error: StorageError) -> Any:
+    @app.errorhandler(ConfigError)
+    def database_failed(error: Exception) -> Any:
         return render_template("error.html", message=f"The database failed: {error}"), 503
 
     return app
@@ -278,6 +284,22 @@ def _authorised(token: str) -> bool:
 def web_link(url: str) -> str:
     """A crawled URL fit for an href: http(s) only, never ``javascript:`` and the like."""
     return url if url.lower().startswith(("http://", "https://")) else "#"
+
+
+def host_name(host: str) -> str:
+    """The name in a Host header, without its port: ``[::1]:8070`` -> ``::1``."""
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def local_path(target: str) -> str:
+    """``target`` if it is a path on this site, else ``/``: no open redirect, whatever
+    the browser makes of backslashes and control characters."""
+    parts = urlsplit(target.replace("\\", "/"))
+    if not target.startswith("/") or parts.scheme or parts.netloc or any(ord(c) < 32 or c == "\\" for c in target):
+        return "/"
+    return target
 
 
 def _page_number() -> int:

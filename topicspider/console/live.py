@@ -8,8 +8,10 @@ from typing import Any
 
 from topicspider.storage.crawls import WorkerStatus
 
-# A running worker whose status is older than this many intervals has probably died.
-STALE_AFTER = 30.0
+# A running worker whose status is older than this many of its intervals (and 10 s) has
+# probably died.
+STALE_INTERVALS = 3
+STALE_MIN_SECONDS = 10.0
 SUMMED = ("pages_fetched", "pages_stored", "emails_stored", "pages_relevant", "pages_irrelevant", "errors",
           "robots_denied", "pages_spilled", "pages_lost", "links_insite", "links_offsite", "backoffs")
 ROWS = 30
@@ -33,7 +35,8 @@ def combine(workers: list[WorkerStatus], now: float) -> dict[str, Any]:
     for worker in workers:
         status = worker.status
         report = status.get("report", {})
-        fresh = now - worker.updated <= STALE_AFTER
+        interval = float(status.get("interval", 0) or 0)
+        fresh = now - worker.updated <= max(STALE_INTERVALS * interval, STALE_MIN_SECONDS)
         states.append(worker.state if worker.state != "running" or fresh else "stale")
         for key in SUMMED:
             counts[key] += int(report.get(key, 0) or 0)

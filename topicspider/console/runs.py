@@ -19,24 +19,29 @@ import os
 import secrets
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from time import monotonic
 from typing import Any
 from urllib.error import URLError
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 from urllib.request import Request, urlopen
 
 from topicspider.config import ConfigError
 from topicspider.console.forms import CrawlRequest
 from topicspider.runner import project_env, scrapy_command
+from topicspider.storage.crawls import is_crawl_id
 from topicspider.storage.sqlite import sqlite_path
 from topicspider.urls import mask_url
 
 logger = logging.getLogger(__name__)
 
+TOKEN_ENV = "TOPICSPIDER_CONSOLE_TOKEN"
 SCRAPYD_TIMEOUT = 10.0  # seconds for each scrapyd API call
+JOBS_TTL = 1.0  # seconds scrapyd's job list is reused
 LOG_TAIL_BYTES = 512 * 1024  # the end of a log the console shows
 
 
@@ -60,6 +65,13 @@ class Run:
     resumed: int = 0
 
 
+def holds_password(value: str) -> bool:
+    try:
+        return urlsplit(value).password is not None
+    except ValueError:
+        return False
+
+
 def new_crawl_id() -> str:
     return f"console-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
 
@@ -72,8 +84,6 @@ def child_database(database_url: str) -> tuple[str, dict[str, str]]:
         return f"sqlite:///{Path(sqlite_path(database_url)).resolve()}", {}
     if parts.password is None:
         return database_url, {}
-    from urllib.parse import unquote
-
     netloc = parts.netloc.rsplit("@", 1)
     user = parts.username or ""
     bare = urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
@@ -86,6 +96,9 @@ class Scrapyd:
     def __init__(self, url: str, project: str) -> None:
         self.url = url.rstrip("/")
         self.project = project
+        self.lock = threading.Lock()
+        self.jobs: dict[str, Any] = {}
+        self.jobs_at = -JOBS_TTL
 
     def _call(self, endpoint: str, form: dict[str, Any] | None = None) -> Any:
         data = urlencode(form, doseq=True).encode() if form is not None else None
@@ -106,12 +119,21 @@ class Scrapyd:
                                 "setting": [f"{name}={value}" for name, value in settings.items()]}
         return str(self._call("schedule.json", form)["jobid"])
 
+    def _jobs(self) -> dict[str, Any]:
+        """scrapyd's job list, asked at most once a second: a page lists many jobs."""
+        with self.lock:
+            if monotonic() - self.jobs_at > JOBS_TTL:
+                self.jobs = self._call(f"listjobs.json?{urlencode({'project': self.project})}")
+                self.jobs_at = monotonic()
+            return self.jobs
+
     def cancel(self, job: str) -> None:
         self._call("cancel.json", {"project": self.project, "job": job})
+        self.jobs_at = -JOBS_TTL
 
     def state(self, job: str) -> str:
         """``pending``, ``running``, ``finished`` or ``unknown``."""
-        document = self._call(f"listjobs.json?{urlencode({'project': self.project})}")
+        document = self._jobs()
         for state in ("pending", "running", "finished"):
             if any(entry.get("id") == job for entry in document.get(state, [])):
                 return state
@@ -138,9 +160,16 @@ class Launcher:
         self.scrapyd = scrapyd
         self.settings = {name: value for name, value in (settings or {}).items()
                          if name not in OWN_SETTINGS and not name.startswith("CONSOLE_")}
+        for name in [name for name, value in self.settings.items() if holds_password(value)]:
+            # A command line (and scrapyd's job list) is readable by others.
+            logger.warning("Not passing %s to the crawls: it holds a password; put it in the project's settings",
+                           name)
+            del self.settings[name]
         self.project_dir = os.getcwd()
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
-        self.lock = threading.Lock()
+        # Held around every read-check-change-save of a run.json, and the processes map:
+        # the console serves requests on several threads.
+        self.lock = threading.RLock()
         try:
             runs_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -149,18 +178,25 @@ class Launcher:
     # -- the registry ------------------------------------------------------------------
 
     def _dir(self, crawl: str) -> Path:
+        if not is_crawl_id(crawl):  # never a path out of runs_dir
+            raise RunError(f"no crawl {crawl[:120]!r}")
         return self.runs_dir / crawl
 
     def _save(self, run: Run) -> None:
-        path = self._dir(run.crawl) / "run.json"
-        path.with_suffix(".tmp").write_text(json.dumps(asdict(run), ensure_ascii=False, indent=1), encoding="utf-8")
-        path.with_suffix(".tmp").replace(path)
+        directory = self._dir(run.crawl)
+        with tempfile.NamedTemporaryFile("w", dir=directory, prefix=".run-", suffix=".json", delete=False,
+                                         encoding="utf-8") as temporary:
+            json.dump(asdict(run), temporary, ensure_ascii=False, indent=1)
+        Path(temporary.name).replace(directory / "run.json")
 
     def get(self, crawl: str) -> Run | None:
-        path = self._dir(crawl) / "run.json"
-        if "/" in crawl or not path.is_file():
+        if not is_crawl_id(crawl):
             return None
-        return Run(**json.loads(path.read_text(encoding="utf-8")))
+        path = self._dir(crawl) / "run.json"
+        try:
+            return Run(**json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return None
 
     def runs(self) -> list[Run]:
         found = [self.get(path.parent.name) for path in self.runs_dir.glob("*/run.json")]
@@ -215,7 +251,9 @@ class Launcher:
             command += ["-s", f"{name}={value}"]
         # The console's own project settings, found from its own working directory.
         settings_module = os.environ.get("SCRAPY_SETTINGS_MODULE", "topicspider.settings")
-        return command, {**project_env(settings_module, self.project_dir), **secret_env}
+        env = {**project_env(settings_module, self.project_dir), **secret_env}
+        env.pop(TOKEN_ENV, None)  # the console's, not the crawl's
+        return command, env
 
     def _spawn(self, run: Run) -> None:
         command, env = self._command(run)
@@ -234,7 +272,8 @@ class Launcher:
     def _supervise(self, crawl: str, process: subprocess.Popen[bytes]) -> None:
         code = process.wait()
         with self.lock:
-            self.processes.pop(crawl, None)
+            if self.processes.get(crawl) is process:
+                del self.processes[crawl]
             run = self.get(crawl)
             if run is not None and run.pid == process.pid:
                 run.exit_code = code
@@ -258,9 +297,12 @@ class Launcher:
 
     def state(self, run: Run) -> str:
         """``running``, ``stopping``, ``stopped`` (resumable), ``finished``, ``failed``,
-        or scrapyd's ``pending``/``running``/``finished``."""
+        ``ended`` (gone while no console watched: its exit status is unknown), or
+        scrapyd's ``pending``/``running``/``finished``; ``unknown`` when scrapyd cannot
+        tell (or this console has no ``SCRAPYD_URL`` any more)."""
         if run.mode == "scrapyd":
-            assert self.scrapyd is not None
+            if self.scrapyd is None:
+                return "unknown"
             try:
                 return self.scrapyd.state(run.job or "")
             except RunError:
@@ -273,32 +315,46 @@ class Launcher:
             return "stopped"
         return "finished" if run.exit_code == 0 else "failed"
 
-    def stop(self, run: Run) -> str:
-        if run.mode == "scrapyd":
-            assert self.scrapyd is not None
-            self.scrapyd.cancel(run.job or "")
+    def _current(self, crawl: str) -> Run:
+        run = self.get(crawl)
+        if run is None:
+            raise RunError(f"no crawl {crawl[:120]!r}")
+        return run
+
+    def stop(self, crawl: str) -> str:
+        with self.lock:
+            run = self._current(crawl)
+            if run.mode == "scrapyd":
+                if self.scrapyd is None:
+                    raise RunError("this console has no SCRAPYD_URL to cancel the job with")
+                self.scrapyd.cancel(run.job or "")
+                run.stops += 1
+                self._save(run)
+                return "Asked scrapyd to cancel the job."
+            if not self.alive(run):
+                raise RunError("the crawl is not running")
+            assert run.pid is not None
+            try:
+                os.kill(run.pid, signal.SIGINT)
+            except ProcessLookupError:
+                raise RunError("the crawl is not running") from None
             run.stops += 1
             self._save(run)
-            return "Asked scrapyd to cancel the job."
-        if not self.alive(run):
-            raise RunError("the crawl is not running")
-        assert run.pid is not None
-        os.kill(run.pid, signal.SIGINT)
-        run.stops += 1
-        self._save(run)
         if run.stops == 1:
             return "Stopping: the crawl finishes what it is downloading and keeps its JOBDIR to resume."
         return "Forced stop: the crawl drops what it is downloading (its JOBDIR can still resume)."
 
-    def resume(self, run: Run) -> None:
-        if run.mode != "local":
-            raise RunError("only a local crawl can be resumed from the console")
-        if self.alive(run):
-            raise RunError("the crawl is still running")
-        if not (self._dir(run.crawl) / "job").is_dir():
-            raise RunError("the crawl has no JOBDIR to resume from")
-        run.stops, run.resumed = 0, run.resumed + 1
-        self._spawn(run)
+    def resume(self, crawl: str) -> None:
+        with self.lock:
+            run = self._current(crawl)
+            if run.mode != "local":
+                raise RunError("only a local crawl can be resumed from the console")
+            if self.alive(run):
+                raise RunError("the crawl is still running")
+            if not (self._dir(run.crawl) / "job").is_dir():
+                raise RunError("the crawl has no JOBDIR to resume from")
+            run.stops, run.resumed = 0, run.resumed + 1
+            self._spawn(run)
 
     def failure(self, run: Run) -> str:
         """The last line a failed local crawl wrote (its one-line error)."""
@@ -310,7 +366,8 @@ class Launcher:
     def logs(self, run: Run) -> dict[str, str]:
         """The crawl's logs by name: Scrapy's log, the report, the fetch log."""
         if run.mode == "scrapyd":
-            assert self.scrapyd is not None
+            if self.scrapyd is None:
+                raise RunError("this console has no SCRAPYD_URL to read the job's log from")
             return {"crawl.log": self.scrapyd.log(run.job or "")}
         directory = self._dir(run.crawl)
         return {name: tail(directory / name) for name in ("output.log", "crawl.log", "fetch.log")}

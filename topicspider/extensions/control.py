@@ -28,11 +28,10 @@ from twisted.internet.task import LoopingCall
 
 from topicspider.config import get_float
 from topicspider.signals import url_pattern_blocked
-from topicspider.storage import StorageError
 from topicspider.storage.crawls import Control, controls_after
 from topicspider.storage.seen import job_name
 from topicspider.storage.thread import StoreThread
-from topicspider.urls import BadURL, request_url, url_pattern
+from topicspider.urls import request_url, url_pattern
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -82,10 +81,10 @@ class CrawlControl:
         try:
             controls = await self.database.transaction(
                 lambda cursor, dialect: controls_after(cursor, dialect, self.crawl, after))
-        except StorageError as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the loop goes on
             self.stats.inc_value("control/errors")
             if not self.failed:
-                logger.warning("Could not read the control inbox (trying again): %s", exc)
+                logger.warning("Could not read the control inbox (trying again): %s: %s", type(exc).__name__, exc)
             self.failed = True
             return
         self.failed = False
@@ -103,7 +102,7 @@ class CrawlControl:
                 self.stats.inc_value("control/blocked")
             else:
                 raise ValueError(f"unknown action {control.action!r}")
-        except (BadURL, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a bad instruction (or a closing engine) never stops the crawl
             self.stats.inc_value("control/bad")
             logger.error("Ignored control instruction %d (%s %r): %s", control.id, control.action,
                          control.argument[:200], exc)

@@ -9,8 +9,8 @@ crawl report's figures so far (pages fetched and stored, relevant and irrelevant
 errors, robots denials, the relevance histogram), the recent rate, a history of
 counts for the rate chart, the queue per site, requests downloading per host and the
 latest failures. The last one, written at close, says ``finished`` and why. Writes
-happen on a thread of their own; a failed one is logged once and counted
-(``status/errors``), and the crawl goes on. Stats: ``status/writes``, ``status/errors``.
+happen on a thread of their own; a failed one is logged (once until one succeeds) and
+counted (``status/errors``), and the crawl goes on. Stats: ``status/writes``, ``status/errors``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from twisted.internet.task import LoopingCall
 from topicspider.config import get_float
 from topicspider.extensions.report import summarize
 from topicspider.signals import fetch_failed
-from topicspider.storage import StorageError
 from topicspider.storage.crawls import WorkerStatus, put_status
 from topicspider.storage.seen import job_name
 from topicspider.storage.thread import StoreThread
@@ -102,10 +101,10 @@ class LiveStatus:
         status = WorkerStatus(self.crawl, self.worker, state, time.time(), self.snapshot(reason))
         try:
             await self.database.transaction(lambda cursor, dialect: put_status(cursor, dialect, status), write=True)
-        except StorageError as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the crawl goes on and the loop too
             self.stats.inc_value("status/errors")
             if not self.failed:
-                logger.warning("Could not write the live status (the crawl goes on): %s", exc)
+                logger.warning("Could not write the live status (the crawl goes on): %s: %s", type(exc).__name__, exc)
             self.failed = True
             return
         self.failed = False
@@ -121,6 +120,7 @@ class LiveStatus:
         self.history.append((round(elapsed, 1), report["pages_fetched"], report["pages_stored"]))
         spider = self.crawler.spider
         return {
+            "interval": self.interval,
             "started_at": self.started_at,
             "elapsed": round(elapsed, 1),
             "report": report,

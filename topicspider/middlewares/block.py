@@ -11,13 +11,12 @@ A pattern is a glob over the whole URL (``*`` matches anything) or a URL prefix,
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
 
 from topicspider.signals import url_pattern_blocked
-from topicspider.urls import url_pattern
+from topicspider.urls import URLPattern, url_pattern
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -30,7 +29,7 @@ logger = logging.getLogger(__name__)
 class BlockMiddleware:
     def __init__(self, stats: StatsCollector) -> None:
         self.stats = stats
-        self.patterns: dict[str, re.Pattern[str]] = {}
+        self.patterns: dict[str, URLPattern] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BlockMiddleware:
@@ -48,6 +47,6 @@ class BlockMiddleware:
 
     def process_request(self, request: Request) -> None:
         for text, pattern in self.patterns.items():
-            if pattern.fullmatch(request.url):
+            if pattern.matches(request.url):
                 self.stats.inc_value("block/dropped")
                 raise IgnoreRequest(f"blocked by pattern {text!r}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,14 +69,13 @@ def pages_terms(pages: Sequence[PageItem]) -> list[Counter[str]]:
 def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, Counter[str]]]) -> None:
     """(Re)index ``pages``, given as (page id, its :func:`pages_terms`), inside the
     caller's transaction."""
-    if not pages:
+    latest = dict(pages)  # a page stored twice in one batch: its last copy
+    if not latest:
         return
-    ids = [page_id for page_id, _ in pages]
-    for chunk in chunks(ids):
-        cursor.execute(dialect.sql(f"DELETE FROM search_postings WHERE page_id IN ({dialect.marks(len(chunk))})"), chunk)
+    unindex_pages(cursor, dialect, list(latest))
     docs: list[tuple[int, int]] = []
     postings: list[tuple[str, int, int]] = []
-    for page_id, counts in pages:
+    for page_id, counts in latest.items():
         docs.append((page_id, sum(counts.values())))
         postings.extend((term, page_id, count) for term, count in counts.items())
     cursor.executemany(dialect.sql("REPLACE INTO search_docs (page_id, length) VALUES (?, ?)"), docs)
@@ -85,12 +84,35 @@ def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, Counte
                            postings[start:start + POSTINGS_CHUNK])
 
 
+def unindex_pages(cursor: Any, dialect: Dialect, ids: list[int]) -> None:
+    """Take ``ids`` out of the index, inside the caller's transaction: before they are
+    indexed again, or when they are stored with ``SEARCH_INDEX`` off (so that
+    :func:`reindex_missing` finds them)."""
+    for chunk in chunks(ids):
+        for table in ("search_postings", "search_docs"):
+            cursor.execute(dialect.sql(f"DELETE FROM {table} WHERE page_id IN ({dialect.marks(len(chunk))})"), chunk)
+
+
 def unindexed_pages(cursor: Any, dialect: Dialect, limit: int) -> list[tuple[int, str, str]]:
-    """Up to ``limit`` stored pages missing from the index (stored before it existed)."""
+    """Up to ``limit`` stored pages missing from the index (stored before it existed, or
+    with ``SEARCH_INDEX`` off)."""
     cursor.execute(dialect.sql(
         "SELECT id, title, text FROM pages WHERE id NOT IN (SELECT page_id FROM search_docs) ORDER BY id LIMIT ?"),
         (limit,))
     return [(int(page_id), title, text) for page_id, title, text in cursor.fetchall()]
+
+
+def still_unindexed(cursor: Any, dialect: Dialect, pages: list[tuple[int, Counter[str]]]) -> list[tuple[int, Counter[str]]]:
+    """Those of ``pages`` the index still lacks: a crawl may have stored (and indexed)
+    one since it was read."""
+    indexed: set[int] = set()
+    for chunk in chunks([page_id for page_id, _ in pages]):
+        # MySQL: locked, so that a crawl indexing one of them now waits for this transaction.
+        lock = " FOR UPDATE" if dialect.name == "mysql" else ""
+        cursor.execute(dialect.sql(f"SELECT page_id FROM search_docs WHERE page_id IN ({dialect.marks(len(chunk))})"
+                                   + lock), chunk)
+        indexed.update(int(row[0]) for row in cursor.fetchall())
+    return [(page_id, terms) for page_id, terms in pages if page_id not in indexed]
 
 
 def search(cursor: Any, dialect: Dialect, query: str, limit: int = 10, offset: int = 0) -> Results:
@@ -99,8 +121,15 @@ def search(cursor: Any, dialect: Dialect, query: str, limit: int = 10, offset: i
     results = Results(query, terms, 0, [], offset)
     if not terms:
         return results
-    documents, total_length = _collection(cursor, dialect)
+    documents, total_length = _collection(cursor)
     frequencies = _document_frequencies(cursor, dialect, terms)
+    missing = [term for term in terms if term not in frequencies]
+    if missing:
+        # A word no page holds as such may still be inside pages' words: 北京大学 is
+        # indexed as 北京 and 大学 where a page says 北京大学生.
+        terms = [term for term in terms if term in frequencies] + _parts(missing)
+        results.terms = terms
+        frequencies.update(_document_frequencies(cursor, dialect, [t for t in terms if t not in frequencies]))
     if not documents or not frequencies:
         return results
     cursor.execute(dialect.sql(
@@ -111,13 +140,23 @@ def search(cursor: Any, dialect: Dialect, query: str, limit: int = 10, offset: i
     return results
 
 
-def _collection(cursor: Any, dialect: Dialect) -> tuple[int, float]:
+def _parts(words: list[str]) -> list[str]:
+    """The dictionary words inside ``words``, as search mode cuts them."""
+    parts: dict[str, None] = {}
+    for word in words:
+        parts.update((part, None) for part in document_terms("", word) if part != word)
+    return list(parts)
+
+
+def _collection(cursor: Any) -> tuple[int, float]:
     cursor.execute("SELECT COUNT(*), SUM(length) FROM search_docs")
     documents, total_length = cursor.fetchone()
     return int(documents or 0), float(total_length or 0)
 
 
 def _document_frequencies(cursor: Any, dialect: Dialect, terms: list[str]) -> dict[str, int]:
+    if not terms:
+        return {}
     cursor.execute(dialect.sql(
         f"SELECT term, COUNT(*) FROM search_postings WHERE term IN ({dialect.marks(len(terms))}) GROUP BY term"), terms)
     return {term: int(count) for term, count in cursor.fetchall()}
@@ -179,10 +218,15 @@ def page_emails(cursor: Any, dialect: Dialect, ids: list[int]) -> dict[int, list
     return found
 
 
-def reindex_missing(cursor: Any, dialect: Dialect, batch: int) -> int:
-    """Index up to ``batch`` stored pages missing from the index; the number indexed."""
-    pages = unindexed_pages(cursor, dialect, batch)
-    index_pages(cursor, dialect, [(page_id, document_terms(title, text)) for page_id, title, text in pages])
+def reindex_missing(transaction: Callable[..., Any], batch: int) -> int:
+    """Index up to ``batch`` stored pages missing from the index; the number read.
+    ``transaction`` is a store's: the pages are read in one transaction, cut outside any,
+    and indexed in a second that skips those a crawl has indexed meanwhile, so that a
+    crawl writing at the same time waits for no segmentation."""
+    pages = transaction(lambda cursor, dialect: unindexed_pages(cursor, dialect, batch))
+    terms = [(page_id, document_terms(title, text)) for page_id, title, text in pages]
+    transaction(lambda cursor, dialect: index_pages(cursor, dialect, still_unindexed(cursor, dialect, terms)),
+                write=True)
     return len(pages)
 
 

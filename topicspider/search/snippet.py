@@ -73,7 +73,11 @@ def _best_start(text: str, pattern: re.Pattern[str], width: int) -> int:
     best_start, best_count = 0, 0
     for index, (position, _) in enumerate(matches[:MAX_CANDIDATES]):
         start = max(0, position - LEAD_CHARS)
-        distinct = {term for where, term in matches[index:] if where + len(term) <= start + width}
+        distinct: set[str] = set()
+        for where, term in matches[index:]:  # in position order
+            if where + len(term) > start + width:
+                break
+            distinct.add(term)
         if len(distinct) > best_count:
             best_start, best_count = start, len(distinct)
     return best_start

@@ -2,8 +2,10 @@
 
 A page is cut in jieba's search mode: every word of the precise cut, and the dictionary
 words of two or three characters inside it, so that 新闻 finds 新闻网 and 中华人民共和国
-is found by 人民 as well as by itself. A query is cut in precise mode, as jieba suggests
-for search engines: its words are all in the index of a page that holds them. Terms follow
+is found by 人民 as well as by itself. A query is cut in precise mode, so that a long
+word asks for itself (:func:`topicspider.search.index.search` falls back to the words
+inside one that no page holds as such). jieba's dictionary and algorithm, through
+rjieba (the same cuts as jieba, see :mod:`topicspider.topic.segment`). Terms follow
 the topic stage's rules (:class:`topicspider.topic.segment.Segmenter`): lower case, at
 least two characters, a letter or Han character, no stopword. The title's terms count
 :data:`TITLE_WEIGHT` times, as the topic score weights titles.

@@ -24,7 +24,9 @@ from topicspider.storage.dialect import Dialect
 
 ACTIONS = ("add", "block")
 CRAWL_ID_MAX = 100
-CRAWL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+# What job names are made of (topicspider.storage.seen: quoted, so "%" too); never a
+# "/" or a name of dots alone, so that an id is also a safe directory name.
+CRAWL_ID = re.compile(r"[A-Za-z0-9._:%-]+")
 
 
 @dataclass(frozen=True)
@@ -43,11 +45,15 @@ class Control:
     argument: str
 
 
+def is_crawl_id(crawl: str) -> bool:
+    return len(crawl) <= CRAWL_ID_MAX and bool(CRAWL_ID.fullmatch(crawl)) and crawl.strip(".") != ""
+
+
 def check_crawl_id(crawl: str) -> str:
     """``crawl`` if it is a valid crawl id (``CRAWL_ID``); :class:`ConfigError` if not."""
-    if len(crawl) > CRAWL_ID_MAX or not CRAWL_ID.fullmatch(crawl):
-        raise ConfigError(f"CRAWL_ID must be 1 to {CRAWL_ID_MAX} letters, digits and . _ : -, "
-                          f"starting with a letter or digit, got {crawl!r}")
+    if not is_crawl_id(crawl):
+        raise ConfigError(f"CRAWL_ID must be 1 to {CRAWL_ID_MAX} letters, digits and . _ : % -, "
+                          f"not dots alone, got {crawl!r}")
     return crawl
 
 

@@ -37,7 +37,7 @@ from pymysql.cursors import Cursor
 from topicspider.config import ConfigError
 from topicspider.fingerprint import identity_digest
 from topicspider.items import PageItem
-from topicspider.search.index import index_pages, pages_terms
+from topicspider.search.index import index_pages, pages_terms, unindex_pages
 from topicspider.storage import StorageError, chunks
 from topicspider.storage.dialect import MYSQL, Dialect
 from topicspider.storage.seen import SeenURL, URLState
@@ -366,25 +366,23 @@ class MySQLStore(_Connected):
             cursor.executemany(UPSERT_PAGE, [_page_row(page) for page in pages])
             ids = _page_ids(cursor, [identity_digest(page.url) for page in pages])
             for chunk in chunks(list(ids.values())):
-                cursor.execute(f"DELETE FROM emails WHERE page_id IN ({_marks(chunk)})", chunk)
+                cursor.execute(f"DELETE FROM emails WHERE page_id IN ({MYSQL.marks(len(chunk))})", chunk)
             rows = [(ids[identity_digest(page.url)], email) for page in pages for email in page.emails]
             cursor.executemany("INSERT IGNORE INTO emails (page_id, email) VALUES (%s, %s)", rows)
             if terms is not None:
                 index_pages(cursor, MYSQL, [(ids[identity_digest(page.url)], page_terms)
                                             for page, page_terms in zip(pages, terms)])
+            else:  # an older copy's index would no longer fit the page
+                unindex_pages(cursor, MYSQL, list(ids.values()))
         return len(rows)
 
 
 def _page_ids(cursor: Cursor, hashes: list[bytes]) -> dict[bytes, int]:
     ids: dict[bytes, int] = {}
     for chunk in chunks(hashes):
-        cursor.execute(f"SELECT url_hash, id FROM pages WHERE url_hash IN ({_marks(chunk)})", chunk)
+        cursor.execute(f"SELECT url_hash, id FROM pages WHERE url_hash IN ({MYSQL.marks(len(chunk))})", chunk)
         ids.update((bytes(url_hash), page_id) for url_hash, page_id in cursor.fetchall())
     return ids
-
-
-def _marks(chunk: list[Any]) -> str:
-    return ",".join(["%s"] * len(chunk))
 
 
 class MySQLURLTable(_Connected):
@@ -407,7 +405,7 @@ class MySQLURLTable(_Connected):
         found: set[bytes] = set()
         with connection.cursor() as cursor:
             for chunk in chunks(fingerprints):
-                cursor.execute(f"SELECT fingerprint FROM urls WHERE job = %s AND fingerprint IN ({_marks(chunk)})",
+                cursor.execute(f"SELECT fingerprint FROM urls WHERE job = %s AND fingerprint IN ({MYSQL.marks(len(chunk))})",
                                [self.job, *chunk])
                 found.update(bytes(row[0]) for row in cursor.fetchall())
         return found

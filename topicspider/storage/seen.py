@@ -23,6 +23,7 @@ from weakref import WeakKeyDictionary
 
 from topicspider.cluster import ClusterKeys, redis_url
 from topicspider.storage import chunks
+from topicspider.storage.dialect import SQLITE
 from topicspider.storage.crawls import check_crawl_id
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class SQLiteSeenStore:
     def contains_many(self, fingerprints: Sequence[bytes]) -> set[bytes]:
         found: set[bytes] = set()
         for chunk in chunks(fingerprints):
-            marks = ",".join("?" * len(chunk))
+            marks = SQLITE.marks(len(chunk))
             found.update(row[0] for row in self.connection.execute(
                 f"SELECT fingerprint FROM seen WHERE fingerprint IN ({marks})", chunk))
         return found

@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
-from topicspider.search.index import index_pages, pages_terms
+from topicspider.search.index import index_pages, pages_terms, unindex_pages
 from topicspider.storage import StorageError, chunks
 from topicspider.storage.dialect import SQLITE, Dialect
 from topicspider.urls import mask_url
@@ -157,6 +157,8 @@ class SQLiteStore:
             cursor.executemany("INSERT OR IGNORE INTO emails (page_id, email) VALUES (?, ?)", rows)
             if self.index:
                 index_pages(cursor, SQLITE, [(ids[p.url], page_terms) for p, page_terms in zip(pages, terms)])
+            else:  # an older copy's index would no longer fit the page
+                unindex_pages(cursor, SQLITE, list(ids.values()))
             cursor.execute("COMMIT")
         except BaseException:
             cursor.execute("ROLLBACK")
@@ -167,7 +169,7 @@ class SQLiteStore:
     def _page_ids(cursor: sqlite3.Cursor, urls: list[str]) -> dict[str, int]:
         ids: dict[str, int] = {}
         for chunk in chunks(urls):
-            marks = ",".join("?" * len(chunk))
+            marks = SQLITE.marks(len(chunk))
             ids.update((url, page_id) for page_id, url in cursor.execute(
                 f"SELECT id, url FROM pages WHERE url IN ({marks})", chunk))
         return ids
@@ -188,6 +190,8 @@ class SQLiteStore:
             return result
         except sqlite3.Error as exc:
             raise StorageError(str(exc), retryable=isinstance(exc, sqlite3.OperationalError)) from exc
+        except (ValueError, TypeError, UnicodeError) as exc:  # a value SQLite cannot take
+            raise StorageError(f"{type(exc).__name__}: {exc}") from exc
 
     def close(self) -> None:
         self.connection.close()

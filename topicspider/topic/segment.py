@@ -27,6 +27,8 @@ SEGMENTERS = ("jieba", "rjieba")
 MIN_TERM_CHARS = 2
 # Longer "words" are runs of letters with no spaces: base64, hashes, minified code.
 MAX_TERM_CHARS = 40
+# Distinct tokens whose terms a segmenter remembers (a few MB at most).
+TOKEN_CACHE_SIZE = 200_000
 Cut = Callable[[str], list[str]]
 # How jieba cuts an ASCII run that holds more than letters and digits: letters and
 # digits apart from the rest, a decimal ("3.1", "v2.24") whole.
@@ -107,6 +109,8 @@ class Segmenter:
         self._pending_words = list(keep)
         self._added_words: list[str] = []
         self._backend: Backend | None = None
+        # Token -> its terms: a page's tokens are mostly words seen on earlier pages.
+        self._token_terms: dict[str, tuple[str, ...]] = {}
 
     def __getstate__(self) -> dict[str, object]:
         # Sent to a page-analysis process (topicspider.pagepool): the dictionary is
@@ -127,6 +131,7 @@ class Segmenter:
             self._added_words += self._pending_words
             self._pending_words = []
             self._backend = backend
+            self._token_terms.clear()  # a kept word is a term whatever its length
 
     def add_words(self, words: Iterable[str]) -> None:
         """Words to keep whole: the topic's own terms and the user dictionary's."""
@@ -144,8 +149,14 @@ class Segmenter:
         so that a search for the shorter word finds the longer one. Tokens are counted
         first (in C) and each distinct one is checked once."""
         counts: Counter[str] = Counter()
+        known = self._token_terms
         for token, count in Counter(self._loaded().cut_for_search(text)).items():
-            for term in self._terms([token]):
+            terms = known.get(token)
+            if terms is None:
+                if len(known) >= TOKEN_CACHE_SIZE:
+                    known.clear()
+                terms = known[token] = tuple(self._terms([token]))
+            for term in terms:
                 counts[term] += count
         return counts
 
