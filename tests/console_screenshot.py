@@ -2,6 +2,8 @@
 crawl of a generated local site started from the console's form, caught mid-crawl.
 
     .venv/bin/python -m tests.console_screenshot
+
+Chinese text needs a CJK font in the browser's reach (Debian: fonts-noto-cjk).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.console_tools import chromium, running_console, wait_for
+from tests.console_tools import chromium, running_console, text_of, wait_for
 from topicspider.localsite import generate_site, spawn
 
 OUTPUT = Path(__file__).resolve().parent.parent / "topicspider" / "console" / "screenshot.png"
@@ -40,11 +42,11 @@ def main() -> None:
                     driver.find_element("id", field).clear()
                     driver.find_element("id", field).send_keys(value)
                 driver.find_element("id", "start").click()
-                wait_for(lambda: int(driver.find_element("id", "count-pages_fetched").text or 0) >= 60, timeout=60)
+                wait_for(lambda: int(text_of(driver, "count-pages_fetched") or 0) >= 60, timeout=60)
                 time.sleep(1)
                 driver.save_screenshot(str(OUTPUT))
                 driver.find_element("id", "stop").click()
-                wait_for(lambda: driver.find_element("id", "process").text == "stopped", timeout=60)
+                wait_for(lambda: text_of(driver, "process") == "stopped", timeout=60)
         finally:
             server.terminate()
     print(f"wrote {OUTPUT}")

@@ -53,6 +53,16 @@ def wait_for(check: Callable[[], T], timeout: float = 30, every: float = 0.2, wh
         time.sleep(every)
 
 
+def text_of(driver: Any, element_id: str) -> str:
+    """The element's text; empty while the page is being replaced (after a button)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+    try:
+        return str(driver.find_element("id", element_id).text)
+    except (NoSuchElementException, StaleElementReferenceException):
+        return ""
+
+
 @contextmanager
 def chromium() -> Iterator[Any]:
     """A headless Chromium under Selenium; skips (or fails in CI) without the browser."""

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_project
-from tests.console_tools import chromium, running_console, wait_for
+from tests.console_tools import chromium, running_console, text_of, wait_for
 from topicspider.console.app import ConsoleConfig, create_app
 from topicspider.items import PageItem
 from topicspider.localsite import generate_site
@@ -36,16 +36,6 @@ def write_site(root: Path) -> None:
 
 def count(driver: Any, name: str) -> int:
     return int(text_of(driver, f"count-{name}") or 0)
-
-
-def text_of(driver: Any, element_id: str) -> str:
-    """The element's text; empty while the page is being replaced (after a button)."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-
-    try:
-        return str(driver.find_element("id", element_id).text)
-    except (NoSuchElementException, StaleElementReferenceException):
-        return ""
 
 
 def submit_start_form(driver: Any, seeds: str, depth: str, topic: str) -> None:
