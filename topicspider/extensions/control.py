@@ -22,73 +22,44 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
-from scrapy.utils.defer import deferred_from_coro
-from twisted.internet.task import LoopingCall
 
-from topicspider.config import get_float
+from topicspider.extensions.periodic import DatabaseLoop
 from topicspider.signals import url_pattern_blocked
 from topicspider.storage.crawls import Control, controls_after
-from topicspider.storage.seen import job_name
-from topicspider.storage.thread import StoreThread
 from topicspider.urls import request_url, url_pattern
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from twisted.internet.defer import Deferred
 
 logger = logging.getLogger(__name__)
 
 
-class CrawlControl:
+class CrawlControl(DatabaseLoop):
+    interval_setting = "CONTROL_INTERVAL"
+    thread_name = "topicspider-control"
+    error_stat = "control/errors"
+
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.interval = get_float(crawler.settings, "CONTROL_INTERVAL")
-        database_url = crawler.settings.get("DATABASE_URL") or ""
-        if self.interval <= 0 or not database_url:
-            raise NotConfigured("CONTROL_INTERVAL is 0 or DATABASE_URL is empty")
-        assert crawler.stats is not None
-        self.stats = crawler.stats
-        self.database = StoreThread(database_url, "topicspider-control")
-        self.crawl = ""
+        super().__init__(crawler)
         self.last_seen = 0
-        self.failed = False
-        self.loop = LoopingCall(self._tick)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlControl:
         extension = cls(crawler)
-        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.start, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
 
-    async def spider_opened(self) -> None:
-        self.crawl = job_name(self.crawler)
-        await self.database.open()
-        self.loop.start(self.interval, now=True)
-
     async def spider_closed(self) -> None:
-        if self.loop.running:
-            self.loop.stop()
+        self.stop()
         await self.database.close()
 
-    def _tick(self) -> Deferred[None]:
-        return deferred_from_coro(self.check())
-
-    async def check(self) -> None:
+    async def visit(self) -> None:
         """Act on the instructions that arrived since the last look."""
         after = self.last_seen
-        try:
-            controls = await self.database.transaction(
-                lambda cursor, dialect: controls_after(cursor, dialect, self.crawl, after))
-        except Exception as exc:  # noqa: BLE001 - whatever it is, the loop goes on
-            self.stats.inc_value("control/errors")
-            if not self.failed:
-                logger.warning("Could not read the control inbox (trying again): %s: %s", type(exc).__name__, exc)
-            self.failed = True
-            return
-        self.failed = False
-        for control in controls:
+        controls = await self.transaction(lambda cursor, dialect: controls_after(cursor, dialect, self.crawl, after),
+                                          "read the control inbox")
+        for control in controls or []:
             self.last_seen = max(self.last_seen, control.id)
             self._apply(control)
 

@@ -24,21 +24,15 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
-from scrapy.utils.defer import deferred_from_coro
-from twisted.internet.task import LoopingCall
 
-from topicspider.config import get_float
+from topicspider.extensions.periodic import DatabaseLoop
 from topicspider.extensions.report import summarize
 from topicspider.signals import fetch_failed
 from topicspider.storage.crawls import WorkerStatus, put_status
-from topicspider.storage.seen import job_name
-from topicspider.storage.thread import StoreThread
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
-    from twisted.internet.defer import Deferred
 
 logger = logging.getLogger(__name__)
 
@@ -49,24 +43,18 @@ QUEUE_ROWS = 30
 URL_CHARS = 300  # a URL or reason is cut to this in the snapshot
 
 
-class LiveStatus:
+class LiveStatus(DatabaseLoop):
+    interval_setting = "STATUS_INTERVAL"
+    thread_name = "topicspider-status"
+    error_stat = "status/errors"
+
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.interval = get_float(crawler.settings, "STATUS_INTERVAL")
-        database_url = crawler.settings.get("DATABASE_URL") or ""
-        if self.interval <= 0 or not database_url:
-            raise NotConfigured("STATUS_INTERVAL is 0 or DATABASE_URL is empty")
-        assert crawler.stats is not None
-        self.stats = crawler.stats
-        self.database = StoreThread(database_url, "topicspider-status")
+        super().__init__(crawler)
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
-        self.crawl = ""
-        self.started = monotonic()
+        self.started = monotonic()  # spider opened: set again then
         self.started_at = time.time()
         self.history: deque[tuple[float, int, int]] = deque(maxlen=HISTORY)
         self.recent_errors: deque[tuple[str, str]] = deque(maxlen=RECENT_ERRORS)
-        self.failed = False  # the last write failed: the next failure is not logged again
-        self.loop = LoopingCall(self._tick)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LiveStatus:
@@ -77,21 +65,18 @@ class LiveStatus:
         return extension
 
     async def spider_opened(self) -> None:
-        self.crawl = job_name(self.crawler)
         self.started, self.started_at = monotonic(), time.time()
-        await self.database.open()
+        await self.start()
         logger.info("Live status of crawl %s every %.1f s (worker %s)", self.crawl, self.interval, self.worker)
-        self.loop.start(self.interval, now=True)
 
     def fetch_failed(self, request: Request, reason: str) -> None:
         self.recent_errors.append((request.url[:URL_CHARS], str(reason)[:URL_CHARS]))
 
-    def _tick(self) -> Deferred[None]:
-        return deferred_from_coro(self._write("running"))
+    async def visit(self) -> None:
+        await self._write("running")
 
     async def spider_closed(self, reason: str) -> None:
-        if self.loop.running:
-            self.loop.stop()
+        self.stop()
         try:
             await self._write("finished", reason)
         finally:
@@ -99,16 +84,10 @@ class LiveStatus:
 
     async def _write(self, state: str, reason: str = "") -> None:
         status = WorkerStatus(self.crawl, self.worker, state, time.time(), self.snapshot(reason))
-        try:
-            await self.database.transaction(lambda cursor, dialect: put_status(cursor, dialect, status), write=True)
-        except Exception as exc:  # noqa: BLE001 - whatever it is, the crawl goes on and the loop too
-            self.stats.inc_value("status/errors")
-            if not self.failed:
-                logger.warning("Could not write the live status (the crawl goes on): %s: %s", type(exc).__name__, exc)
-            self.failed = True
-            return
-        self.failed = False
-        self.stats.inc_value("status/writes")
+        written = await self.transaction(lambda cursor, dialect: put_status(cursor, dialect, status) or True,
+                                         "write the live status", write=True)
+        if written:
+            self.stats.inc_value("status/writes")
 
     def snapshot(self, reason: str = "") -> dict[str, Any]:
         """The status as the console shows it; made on the reactor thread, so cheap."""
