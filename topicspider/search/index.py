@@ -18,8 +18,7 @@ The functions take a DB-API cursor and a :class:`Dialect`; every value is a para
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,15 +57,15 @@ class Results:
     offset: int = 0
 
 
-def pages_terms(pages: Sequence[PageItem]) -> list[Counter[str]]:
+def pages_terms(pages: Sequence[PageItem]) -> list[Mapping[str, int]]:
     """The index terms of each page: those the page analysis worked out, else its own
     title's and text's. Called before the writing transaction, which then holds its
     locks for the writes alone."""
-    return [Counter(page.search_terms) if page.search_terms is not None else document_terms(page.title, page.text)
+    return [page.search_terms if page.search_terms is not None else document_terms(page.title, page.text)
             for page in pages]
 
 
-def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, Counter[str]]]) -> None:
+def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, Mapping[str, int]]]) -> None:
     """(Re)index ``pages``, given as (page id, its :func:`pages_terms`), inside the
     caller's transaction."""
     latest = dict(pages)  # a page stored twice in one batch: its last copy
@@ -102,7 +101,7 @@ def unindexed_pages(cursor: Any, dialect: Dialect, limit: int) -> list[tuple[int
     return [(int(page_id), title, text) for page_id, title, text in cursor.fetchall()]
 
 
-def still_unindexed(cursor: Any, dialect: Dialect, pages: list[tuple[int, Counter[str]]]) -> list[tuple[int, Counter[str]]]:
+def still_unindexed(cursor: Any, dialect: Dialect, pages: list[tuple[int, Mapping[str, int]]]) -> list[tuple[int, Mapping[str, int]]]:
     """Those of ``pages`` the index still lacks: a crawl may have stored (and indexed)
     one since it was read."""
     indexed: set[int] = set()

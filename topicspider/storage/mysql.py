@@ -23,8 +23,7 @@ next call.
 from __future__ import annotations
 
 import os
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -360,7 +359,7 @@ class MySQLStore(_Connected):
         return result
 
     @staticmethod
-    def _write(connection: Connection[Cursor], pages: Sequence[PageItem], terms: list[Counter[str]] | None) -> int:
+    def _write(connection: Connection[Cursor], pages: Sequence[PageItem], terms: list[Mapping[str, int]] | None) -> int:
         with connection.cursor() as cursor:
             # pymysql sends this as multi-row INSERTs, not one statement per page.
             cursor.executemany(UPSERT_PAGE, [_page_row(page) for page in pages])
