@@ -26,7 +26,9 @@ class Site:
     def requests(self) -> list[dict[str, Any]]:
         if not self.log_path.exists():
             return []
-        return [json.loads(line) for line in self.log_path.read_text().splitlines()]
+        # The server may be writing a line at this moment: only whole lines count.
+        complete = self.log_path.read_text().rpartition("\n")[0]
+        return [json.loads(line) for line in complete.splitlines()]
 
     def paths(self, *, robots: bool = False) -> list[str]:
         return [r["path"] for r in self.requests() if robots or r["path"] != "/robots.txt"]
