@@ -156,8 +156,10 @@ def create_app(config: ConsoleConfig) -> Flask:
 
     @app.get("/crawls/<crawl>")
     def crawl_page(crawl: str) -> Any:
-        run = _run_or_404(crawl)
-        return render_template("crawl.html", crawl=crawl, run=run, view=_view(crawl, run), problems={},
+        return _render_crawl(crawl, _run_or_404(crawl), {})
+
+    def _render_crawl(crawl: str, run: Run | None, problems: dict[str, str]) -> str:
+        return render_template("crawl.html", crawl=crawl, run=run, view=_view(crawl, run), problems=problems,
                                distributed=_distributed(crawl))
 
     @app.get("/api/crawls/<crawl>")
@@ -233,8 +235,7 @@ def create_app(config: ConsoleConfig) -> Flask:
             abort(400, str(exc))
 
     def _crawl_problem(crawl: str, run: Run | None, error: FormError) -> Any:
-        return render_template("crawl.html", crawl=crawl, run=run, view=_view(crawl, run), problems=error.problems,
-                               distributed=_distributed(crawl)), 400
+        return _render_crawl(crawl, run, error.problems), 400
 
     @app.get("/crawls/<crawl>/log")
     def logs(crawl: str) -> Any:

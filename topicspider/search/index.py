@@ -83,6 +83,16 @@ def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, Mappin
                            postings[start:start + POSTINGS_CHUNK])
 
 
+def update_index(cursor: Any, dialect: Dialect, ids: list[int], terms: list[Mapping[str, int]] | None) -> None:
+    """The index of pages just stored, inside their transaction: ``ids`` and ``terms``
+    (their :func:`pages_terms`) in the pages' order; ``terms`` None (``SEARCH_INDEX``
+    off) takes them out of it, since an older copy's index would no longer fit."""
+    if terms is None:
+        unindex_pages(cursor, dialect, ids)
+    else:
+        index_pages(cursor, dialect, list(zip(ids, terms)))
+
+
 def unindex_pages(cursor: Any, dialect: Dialect, ids: list[int]) -> None:
     """Take ``ids`` out of the index, inside the caller's transaction: before they are
     indexed again, or when they are stored with ``SEARCH_INDEX`` off (so that

@@ -36,7 +36,7 @@ from pymysql.cursors import Cursor
 from topicspider.config import ConfigError
 from topicspider.fingerprint import identity_digest
 from topicspider.items import PageItem
-from topicspider.search.index import index_pages, pages_terms, unindex_pages
+from topicspider.search.index import pages_terms, update_index
 from topicspider.storage import StorageError, chunks
 from topicspider.storage.dialect import MYSQL, Dialect
 from topicspider.storage.seen import SeenURL, URLState
@@ -368,11 +368,7 @@ class MySQLStore(_Connected):
                 cursor.execute(f"DELETE FROM emails WHERE page_id IN ({MYSQL.marks(len(chunk))})", chunk)
             rows = [(ids[identity_digest(page.url)], email) for page in pages for email in page.emails]
             cursor.executemany("INSERT IGNORE INTO emails (page_id, email) VALUES (%s, %s)", rows)
-            if terms is not None:
-                index_pages(cursor, MYSQL, [(ids[identity_digest(page.url)], page_terms)
-                                            for page, page_terms in zip(pages, terms)])
-            else:  # an older copy's index would no longer fit the page
-                unindex_pages(cursor, MYSQL, list(ids.values()))
+            update_index(cursor, MYSQL, [ids[identity_digest(page.url)] for page in pages], terms)
         return len(rows)
 
 

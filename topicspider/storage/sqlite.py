@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
-from topicspider.search.index import index_pages, pages_terms, unindex_pages
+from topicspider.search.index import pages_terms, update_index
 from topicspider.storage import StorageError, chunks
 from topicspider.storage.dialect import SQLITE, Dialect
 from topicspider.urls import mask_url
@@ -142,7 +142,7 @@ class SQLiteStore:
             raise StorageError(f"{type(exc).__name__}: {exc}") from exc
 
     def _write(self, pages: Sequence[PageItem]) -> int:
-        terms = pages_terms(pages) if self.index else []
+        terms = pages_terms(pages) if self.index else None
         cursor = self.connection.cursor()
         cursor.execute("BEGIN IMMEDIATE")
         try:
@@ -155,10 +155,7 @@ class SQLiteStore:
             cursor.executemany("DELETE FROM emails WHERE page_id = ?", [(i,) for i in ids.values()])
             rows = [(ids[p.url], email) for p in pages for email in p.emails]
             cursor.executemany("INSERT OR IGNORE INTO emails (page_id, email) VALUES (?, ?)", rows)
-            if self.index:
-                index_pages(cursor, SQLITE, [(ids[p.url], page_terms) for p, page_terms in zip(pages, terms)])
-            else:  # an older copy's index would no longer fit the page
-                unindex_pages(cursor, SQLITE, list(ids.values()))
+            update_index(cursor, SQLITE, [ids[p.url] for p in pages], terms)
             cursor.execute("COMMIT")
         except BaseException:
             cursor.execute("ROLLBACK")
