@@ -32,7 +32,7 @@ from urllib.request import Request, urlopen
 
 from topicspider.config import ConfigError
 from topicspider.console.forms import CrawlRequest
-from topicspider.runner import project_env, scrapy_command
+from topicspider.runner import crawl_command, project_env
 from topicspider.storage.crawls import is_crawl_id
 from topicspider.storage.sqlite import sqlite_path
 from topicspider.urls import mask_url
@@ -70,6 +70,14 @@ def holds_password(value: str) -> bool:
         return urlsplit(value).password is not None
     except ValueError:
         return False
+
+
+def topic_arguments(run: Run, training: str) -> dict[str, str]:
+    """The spider's ``topic`` or ``train`` argument for ``run``, ``training`` naming its
+    training URLs. Keywords go as they are: a topic file's lines would be "term weight"."""
+    if run.keywords:
+        return {"topic": ",".join(run.keywords)}
+    return {"train": training} if run.training else {}
 
 
 def new_crawl_id() -> str:
@@ -223,11 +231,8 @@ class Launcher:
 
     def _schedule(self, run: Run) -> str:
         assert self.scrapyd is not None
-        arguments = {"seeds": ",".join(run.seeds), "depth": str(run.depth)}
-        if run.keywords:
-            arguments["topic"] = ",".join(run.keywords)
-        if run.training:
-            arguments["train"] = ",".join(run.training)
+        arguments = {"seeds": ",".join(run.seeds), "depth": str(run.depth),
+                     **topic_arguments(run, ",".join(run.training))}
         settings = {**self.settings, "CRAWL_ID": run.crawl}
         database_url, secret = child_database(self.database_url)
         if not secret:
@@ -239,16 +244,10 @@ class Launcher:
 
     def _command(self, run: Run) -> tuple[list[str], dict[str, str]]:
         database_url, secret_env = child_database(self.database_url)
-        command = scrapy_command("crawl", "topic", "-a", "seeds=@seeds.txt", "-a", f"depth={run.depth}")
-        if run.keywords:  # on the command line: a topic file's lines are "term weight"
-            command += ["-a", "topic=" + ",".join(run.keywords)]
-        if run.training:
-            command += ["-a", "train=@train.txt"]
         settings = {**self.settings, "CRAWL_ID": run.crawl, "JOBDIR": "job", "DATABASE_URL": database_url,
                     "LOG_FILE": "crawl.log", "CRAWL_LOG": "fetch.log", "STATS_FILE": "stats.json",
                     "STORAGE_SPILL_FILE": "spill.jsonl"}
-        for name, value in settings.items():
-            command += ["-s", f"{name}={value}"]
+        command = crawl_command("@seeds.txt", run.depth, settings, **topic_arguments(run, "@train.txt"))
         # The console's own project settings, found from its own working directory.
         settings_module = os.environ.get("SCRAPY_SETTINGS_MODULE", "topicspider.settings")
         env = {**project_env(settings_module, self.project_dir), **secret_env}
