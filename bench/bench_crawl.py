@@ -35,8 +35,8 @@ site once with each variant:
 
 Each page's body holds ``--body-chars`` characters of real Chinese prose (0: none, the
 generator's one-line pages): the visible text of the ``reference``, ``faq`` and
-``maint-guide`` pages of the Debian documentation corpus (:mod:`topic_corpus`, built
-once into ``bench/.cache/topic-corpus``), a line per block element, lines holding a Han
+``maint-guide`` pages of the ``debian-books`` corpus (:mod:`topic_corpus`, built
+once into ``bench/.cache/topic-corpora``), a line per block element, lines holding a Han
 character only, cut into consecutive windows that wrap around when the site needs more
 text than the corpus holds.
 
@@ -98,7 +98,7 @@ import topic_corpus
 from common import REPO, BenchFailure, header_lines, run_in_scratch
 
 BASELINE_SPIDER = REPO / "bench" / "baseline_spider.py"
-CORPUS_DIR = REPO / "bench" / ".cache" / "topic-corpus"
+PROSE_CORPUS = "debian-books"
 sys.path.insert(0, str(REPO))
 
 import topicspider.settings as project_settings  # noqa: E402
@@ -135,6 +135,7 @@ class Variant:
     name: str
     settings: Mapping[str, object] = field(default_factory=dict)  # -s beyond the shared ones
     topic: str = ""  # -a topic=..., empty for none
+    train: int = 0  # pages of the site to learn a topic from (-a train=...), 0 for none
 
     @property
     def is_baseline(self) -> bool:
@@ -145,7 +146,9 @@ class Variant:
         return self.name[0].upper()
 
 
-VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "mysql", "noindex")
+VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "mysql", "noindex", "trained",
+                 "trained-noindex")
+TRAINING_PAGES = 10
 DEFAULT_VARIANTS = ("baseline", "plain", "jieba", "rjieba", "inline")
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
 
@@ -166,6 +169,10 @@ def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYS
         "mysql": Variant("mysql", {"DATABASE_URL": mysql_url}),
         # plain, storing pages without indexing them for search.
         "noindex": Variant("noindex", {"SEARCH_INDEX": "false"}),
+        # A centroid topic learnt from 10 of the site's pages against the background
+        # sampled from it (the defaults), scoring every page; without the search index too.
+        "trained": Variant("trained", everything, train=TRAINING_PAGES),
+        "trained-noindex": Variant("trained-noindex", {"SEARCH_INDEX": "false", **everything}, train=TRAINING_PAGES),
     }
     return [table[name] for name in names]
 
@@ -214,12 +221,12 @@ def page_lines(path: Path) -> list[str]:
     return [line for line in lines if _HAN.search(line)]
 
 
-def chinese_prose(corpus: Path = CORPUS_DIR) -> str:
+def chinese_prose(name: str = PROSE_CORPUS) -> str:
     """The prose of the corpus's :data:`PROSE_LABELS` pages, a line per paragraph, in
     the order of their paths; the corpus is built first if it is not complete."""
-    labels = topic_corpus.build_corpus(corpus)
-    pages = sorted(path for path, label in labels.items() if label in PROSE_LABELS)
-    return "\n".join(line for path in pages for line in page_lines(corpus / path))
+    corpus = topic_corpus.build_corpus(name)
+    pages = sorted(path for path, label in corpus.labels.items() if label in PROSE_LABELS)
+    return "\n".join(line for path in pages for line in page_lines(corpus.root / path))
 
 
 def body_source(prose: str, chars: int) -> Callable[[int], str]:
@@ -451,6 +458,10 @@ def topicspider_command(site: Site, shared: Mapping[str, object], variant: Varia
     command = crawl_command(site.url, depth=max(site.depths.values()), settings={**shared, **variant.settings})
     if variant.topic:
         command += ["-a", f"topic={variant.topic}"]
+    if variant.train:
+        pages = sorted(site.depths)
+        chosen = [pages[(index + 1) * len(pages) // (variant.train + 1)] for index in range(variant.train)]
+        command += ["-a", "train=" + ",".join(site.url.rstrip("/") + path for path in chosen)]
     return [command[0], *prefix, *command[1:]]
 
 
@@ -468,7 +479,7 @@ def run_topicspider(site: Site, workdir: Path, shared: Mapping[str, object], tim
     report, stats = document["report"], document["stats"]
     stored = count_mysql_pages(mysql_url) if mysql_url else count_sqlite_pages(workdir / "topicspider.db")
     expected = len(site.depths)
-    scored = stats.get("topic/scored") if variant.topic else None
+    scored = stats.get("topic/scored") if variant.topic or variant.train else None
     if (report["pages_fetched"] != expected or stored != expected or report["errors"]
             or report["finish_reason"] != "finished" or scored not in (None, expected)):
         raise BenchFailure(
@@ -477,7 +488,7 @@ def run_topicspider(site: Site, workdir: Path, shared: Mapping[str, object], tim
             f"expected {expected} pages; see {workdir}"
         )
     requests, span = site.check_requests(variant.name, workdir)
-    score_seconds = stats.get("topic/score_seconds", 0.0) if variant.topic else None
+    score_seconds = stats.get("topic/score_seconds", 0.0) if variant.topic or variant.train else None
     return Run(variant.name, report["pages_fetched"], report["elapsed_seconds"], wall, requests, span,
                score_seconds=score_seconds, scored=scored)
 
@@ -563,7 +574,7 @@ def print_conditions(options: argparse.Namespace, site: Site, shared: Mapping[st
         sample = "".join(bodies)
         print(f"  page bodies   {options.body_chars} characters of Chinese prose each (--body-chars), "
               f"{len(bodies)} distinct windows of the Debian documentation corpus ({', '.join(PROSE_LABELS)}; "
-              f"{CORPUS_DIR.relative_to(REPO)}), {100 * han_share(sample):.0f}% Han characters "
+              f"corpus {PROSE_CORPUS}), {100 * han_share(sample):.0f}% Han characters "
               f"(of non-space); mean page size {_mean_page_bytes(site.root):,.0f} bytes")
     else:
         print(f"  page bodies   none (--body-chars 0): one line per page; mean page size "

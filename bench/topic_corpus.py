@@ -1,34 +1,42 @@
-"""A real-world, labelled Chinese web corpus for evaluating a topic-focused crawl.
+"""Real-world, labelled web corpora for evaluating a topic-focused crawl.
 
 Usage (from the repository root, with the project's virtualenv)::
 
-    .venv/bin/python bench/topic_corpus.py DEST
+    .venv/bin/python bench/topic_corpus.py [--only NAME,...] [DEST]
 
-It builds one static site in ``DEST`` from four Debian documentation packages, each
-on its own topic, fetched with ``apt-get download`` (Debian's mirrors are the only
-network used) and unpacked with ``dpkg -x``:
+Each corpus is one static site built from Debian documentation packages, fetched with
+``apt-get download`` (Debian's mirrors are the only network used) and unpacked with
+``dpkg -x``. Every page carries its site's template (header, navigation, footer), and
+the site falls into sibling sections that share much of their vocabulary. A page's
+label is its section, read from the package's own structure, so nobody here labelled
+anything:
 
-=============  ===========================  ============================================
-label          package                      topic
-=============  ===========================  ============================================
-reference      debian-reference-zh-cn       Debian system administration (reference)
-lilypond       lilypond-doc-html-zh         LilyPond music engraving (website + manual)
-faq            debian-faq-zh-cn             the Debian FAQ
-maint-guide    maint-guide-zh-cn            Debian packaging (new maintainers' guide)
-=============  ===========================  ============================================
+=============  ===============================  =====================================
+corpus         packages                         a page's label
+=============  ===============================  =====================================
+gimp           gimp-help-zh-cn                  its part of the GIMP manual (DocBook
+                                                ``rel="up"`` chain: the ancestor just
+                                                below the home page); Chinese menus and
+                                                titles over many English bodies
+handbook       debian-handbook (zh-CN)          its chapter (``rel="up"`` chain)
+install        installation-guide-amd64 (zh_CN) its chapter or appendix (``rel="up"``)
+debian-zh      debian-reference-zh-cn,          its package: four manuals, side by side
+               lilypond-doc-html-zh,            on one site
+               debian-faq-zh-cn,
+               maint-guide-zh-cn
+python         python3.11-doc                   its top directory (library, reference,
+                                                tutorial...): English
+=============  ===============================  =====================================
 
-``DEST/<label>/`` holds the package's HTML tree, copied (never symlinked) with its
-relative links as shipped: only Chinese pages are kept (``name.zh.html``,
-``name.zh-cn.html``...; ``.html.gz`` is decompressed), with the web assets of at
-most 200 KB (CSS, small images, scripts); PDFs, text dumps, large files and pages in
-other languages are dropped, so links to those answer 404. ``DEST/index.html`` links
-to each package's entry page and ``DEST/labels.json`` maps every page, by its path
-relative to ``DEST`` with ``/``, to its label. ``labels.json`` is written last: when it
-is there and every page it lists exists, :func:`build_corpus` returns it as is.
-
-The ``.deb`` files are kept in ``bench/.cache/debs/`` so that a rebuild downloads
-nothing. :func:`broken_links` counts the relative links of each package that do not
-resolve inside ``DEST``.
+``DEST/<corpus>/`` holds the site: only the pages (no images, styles or scripts; the
+crawler fetches none of them), copied with their relative links as shipped; for the
+Chinese corpora only Chinese pages are kept (``name.zh.html``, ``<html lang="zh">``, or
+a tenth of the letters CJK); ``.html.gz`` is decompressed. ``DEST/<corpus>/index.html``
+links to every section's start page, and ``corpus.json`` holds the labels (page path
+relative to the site, with ``/``, to its label) and each section's start page. It is
+written last: when it is there and every page it lists exists, :func:`build_corpus`
+returns it as is. The ``.deb`` files are kept in ``bench/.cache/debs/``, so that a
+rebuild downloads nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +44,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -46,39 +53,78 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from html import escape, unescape
-from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlsplit
 
-DEB_CACHE = Path(__file__).resolve().parent / ".cache" / "debs"
-LABELS_FILE = "labels.json"
+CACHE = Path(__file__).resolve().parent / ".cache"
+DEB_CACHE = CACHE / "debs"
+CORPORA_DIR = CACHE / "topic-corpora"
+CORPUS_FILE = "corpus.json"
 INDEX_FILE = "index.html"
-MAX_ASSET_BYTES = 200 * 1024
-ASSET_SUFFIXES = frozenset({".css", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".js", ".webp"})
+OTHER = "-"  # the label of pages outside every section (home page, indexes)
 HTML_SUFFIXES = (".html", ".htm", ".html.gz", ".htm.gz")
 
 # "name.zh-cn.html", "name.zh.html.gz"...: the language tag before the HTML suffix.
 _LANG_IN_NAME = re.compile(r"\.([a-z]{2,3}(?:[-_][a-z]{2,4})?)\.html?(?:\.gz)?$", re.IGNORECASE)
 _LANG_ATTR = re.compile(rb"<html\b[^>]*?\blang\s*=\s*[\"']?([a-z]{2,3})", re.IGNORECASE)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_UP_LINK = re.compile(r"<link\b[^>]*\brel=[\"']up[\"'][^>]*>", re.IGNORECASE)
+_HREF = re.compile(r"\bhref=[\"']([^\"'#]+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
-class DocPackage:
-    """One documentation package and where its HTML tree lies in the ``.deb``."""
+class Source:
+    """One package's HTML tree, copied to ``into`` inside the site."""
 
-    label: str
     package: str
-    root: str  # the tree copied to DEST/<label>, relative to the package's filesystem
-    entry: str  # the start page, relative to ``root``
+    root: str  # the tree copied, relative to the package's filesystem
+    into: str = ""  # its directory in the site
+    entry: str = ""  # its start page, relative to ``root`` (the "source" labelling)
+    label: str = ""  # its pages' label (the "source" labelling)
+    # Only Chinese pages, where the tree holds other languages too. A tree of one
+    # language is copied whole: many of its pages are left untranslated, in English
+    # under Chinese menus and titles.
+    chinese_only: bool = False
 
 
-PACKAGES: tuple[DocPackage, ...] = (
-    DocPackage("reference", "debian-reference-zh-cn", "usr/share/debian-reference", "index.zh-cn.html"),
-    DocPackage("lilypond", "lilypond-doc-html-zh", "usr/share/doc/lilypond/html/Documentation", "web/index.zh.html"),
-    DocPackage("faq", "debian-faq-zh-cn", "usr/share/doc/debian/FAQ/zh-cn", "index.zh-cn.html"),
-    DocPackage("maint-guide", "maint-guide-zh-cn", "usr/share/doc/maint-guide-zh-cn/html", "index.zh-cn.html"),
+@dataclass(frozen=True)
+class CorpusSpec:
+    name: str
+    sources: tuple[Source, ...]
+    labelling: str  # "up" (DocBook rel=up chain), "dir" (top directory) or "source"
+    up_depth: int = 1  # "up": the level below the home page that makes a section
+
+
+DEBIAN_BOOKS = (
+    Source("debian-handbook", "usr/share/doc/debian-handbook/html/zh-CN", "handbook", "index.html", "handbook"),
+    Source("installation-guide-amd64", "usr/share/doc/installation-guide-amd64/zh_CN", "install", "index.html",
+           "install"),
+    Source("debian-reference-zh-cn", "usr/share/debian-reference", "reference", "index.zh-cn.html", "reference",
+           chinese_only=True),
+    Source("debian-faq-zh-cn", "usr/share/doc/debian/FAQ/zh-cn", "faq", "index.zh-cn.html", "faq", chinese_only=True),
+    Source("maint-guide-zh-cn", "usr/share/doc/maint-guide-zh-cn/html", "maint-guide", "index.zh-cn.html",
+           "maint-guide", chinese_only=True),
 )
+SPECS: dict[str, CorpusSpec] = {spec.name: spec for spec in (
+    CorpusSpec("gimp", (Source("gimp-help-zh-cn", "usr/share/gimp/2.0/help/zh_CN"),), "up", up_depth=2),
+    CorpusSpec("lilypond", (Source("lilypond-doc-html-zh", "usr/share/doc/lilypond/html/Documentation",
+                                   chinese_only=True),), "dir"),
+    CorpusSpec("debian-books", DEBIAN_BOOKS, "source"),
+    CorpusSpec("python", (Source("python3.11-doc", "usr/share/doc/python3.11/html"),), "dir"),
+)}
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    root: Path
+    labels: dict[str, str]  # page path relative to root, with "/" -> label (OTHER outside every section)
+    starts: dict[str, str]  # label -> its section's start page
+
+    def pages_of(self, label: str) -> list[str]:
+        return sorted(path for path, page_label in self.labels.items() if page_label == label)
+
+    def sizes(self) -> Counter[str]:
+        return Counter(label for label in self.labels.values() if label != OTHER)
 
 
 # --- fetching and unpacking -------------------------------------------------------
@@ -103,23 +149,21 @@ def extract_deb(deb: Path, into: Path) -> Path:
     return into
 
 
-# --- choosing files ---------------------------------------------------------------
+# --- choosing and copying pages ---------------------------------------------------
 
 
 def is_html(path: Path) -> bool:
-    """Whether ``path`` is an HTML page, gzip-compressed or not."""
     return path.name.lower().endswith(HTML_SUFFIXES)
 
 
 def read_html(path: Path) -> bytes:
-    """The bytes of the page at ``path``, decompressed if it ends in ``.gz``."""
     data = path.read_bytes()
     return gzip.decompress(data) if path.suffix == ".gz" else data
 
 
 def is_chinese_page(name: str, data: bytes) -> bool:
-    """Whether a page is in Chinese: by the language tag of its file name, else by its
-    ``<html lang>``, else by a tenth or more of its characters being CJK ideographs."""
+    """By the language tag of its file name, else by its ``<html lang>``, else by a
+    tenth or more of its letters being CJK ideographs."""
     tagged = _LANG_IN_NAME.search(name)
     if tagged:
         return tagged.group(1).lower().startswith("zh")
@@ -131,216 +175,159 @@ def is_chinese_page(name: str, data: bytes) -> bool:
     return letters > 0 and len(_CJK.findall(text)) * 10 >= letters
 
 
-def page_name(path: Path) -> str:
-    """The name a page is served under: ``.gz`` removed."""
-    return path.name.removesuffix(".gz")
-
-
-def is_small_asset(path: Path) -> bool:
-    """Whether ``path`` is a web asset (CSS, image, script) of at most 200 KB."""
-    return path.suffix.lower() in ASSET_SUFFIXES and path.stat().st_size <= MAX_ASSET_BYTES
-
-
-# --- copying a package ------------------------------------------------------------
-
-
-def copy_tree(src: Path, dst: Path) -> list[Path]:
-    """Copy the Chinese pages and small assets under ``src`` to ``dst`` as regular files
-    (symbolic links followed, dangling ones skipped); return the pages written."""
-    pages: list[Path] = []
+def copy_pages(src: Path, dst: Path, chinese_only: bool) -> list[Path]:
+    """Copy the pages under ``src`` to ``dst`` as regular files (``.gz`` decompressed,
+    symbolic links followed, dangling ones skipped); return the pages written."""
+    written = []
     for path in sorted(src.rglob("*")):
-        if not path.is_file():
+        if not (path.is_file() and is_html(path)):
             continue
-        target = dst / path.relative_to(src)
-        if is_html(path):
-            data = read_html(path)
-            if is_chinese_page(page_name(path), data):
-                pages.append(write_file(target.with_name(page_name(path)), data))
-        elif is_small_asset(path):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-    return pages
+        name = path.name.removesuffix(".gz")
+        data = read_html(path)
+        if chinese_only and not is_chinese_page(name, data):
+            continue
+        target = dst / path.relative_to(src).with_name(name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        written.append(target)
+    return written
 
 
-def write_file(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path``, creating its directories; return ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return path
+# --- labels -----------------------------------------------------------------------
 
 
-def build_package(doc: DocPackage, dest: Path, cache: Path = DEB_CACHE) -> list[Path]:
-    """Rebuild ``dest/<label>`` from the package; return its pages."""
-    target = dest / doc.label
-    if target.exists():
-        shutil.rmtree(target)
-    with tempfile.TemporaryDirectory(prefix=f"topic-corpus-{doc.label}-") as scratch:
-        root = extract_deb(fetch_deb(doc.package, cache), Path(scratch)) / doc.root
-        if not root.is_dir():
-            raise RuntimeError(f"{doc.package} has no {doc.root}/")
-        pages = copy_tree(root, target)
-    if not (target / doc.entry).is_file():
-        raise RuntimeError(f"{doc.package}: entry page {doc.entry} missing")
-    return pages
+def up_link(root: Path, page: str) -> str | None:
+    """The page a DocBook page's ``<link rel="up">`` names, relative to ``root``."""
+    head = (root / page).read_text("utf-8", errors="replace")[:8192]
+    tag = _UP_LINK.search(head)
+    href = _HREF.search(tag.group(0)) if tag else None
+    if href is None:
+        return None
+    target = PurePosixPath(page).parent / unescape(href.group(1))
+    return str(PurePosixPath(*[part for part in target.parts if part != "."]))
 
 
-# --- the site ---------------------------------------------------------------------
+def label_by_up(root: Path, pages: list[str], depth: int) -> tuple[dict[str, str], dict[str, str]]:
+    """Each page's ancestor ``depth`` levels below the home page (the page with no
+    ``up``), named after its file; pages above that level are outside every section."""
+    parent = {page: up_link(root, page) for page in pages}
+    labels: dict[str, str] = {}
+    for page in pages:
+        chain = [page]  # the page, its parent, ... up to the home page
+        while parent[chain[-1]] in parent and len(chain) <= len(pages):
+            chain.append(parent[chain[-1]])  # type: ignore[arg-type]
+        at_home = parent[chain[-1]] is None
+        labels[page] = chain[-1 - depth] if at_home and len(chain) > depth else OTHER
+    starts = {_section_name(start): start for start in set(labels.values()) - {OTHER}}
+    return {page: _section_name(start) for page, start in labels.items()}, starts
 
 
-def relpath(path: Path, dest: Path) -> str:
-    """``path`` relative to ``dest``, with ``/``."""
-    return path.relative_to(dest).as_posix()
+def _section_name(page: str) -> str:
+    return page if page == OTHER else PurePosixPath(page).name.split(".")[0]
+
+
+def label_by_dir(root: Path, pages: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Each page's top directory; pages at the top are outside every section."""
+    labels = {page: page.split("/", 1)[0] if "/" in page else OTHER for page in pages}
+    starts = {}
+    for label in set(labels.values()) - {OTHER}:
+        own = sorted(page for page, page_label in labels.items() if page_label == label)
+        index = [page for page in own if PurePosixPath(page).name.startswith("index.") and page.count("/") == 1]
+        starts[label] = index[0] if index else min(own, key=lambda page: (page.count("/"), page))
+    return labels, starts
+
+
+# --- building ---------------------------------------------------------------------
+
+
+def build_corpus(name: str, dest: Path = CORPORA_DIR, cache: Path = DEB_CACHE) -> Corpus:
+    """The corpus ``name`` in ``dest/name``, built first unless it is complete already."""
+    spec = SPECS[name]
+    site = Path(dest) / name
+    corpus = load_corpus(spec, site)
+    if corpus is not None:
+        return corpus
+    if site.exists():
+        shutil.rmtree(site)
+    site.mkdir(parents=True)
+    source_labels: dict[str, str] = {}
+    source_starts: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix=f"topic-corpus-{name}-") as scratch:
+        for source in spec.sources:
+            unpacked = extract_deb(fetch_deb(source.package, cache), Path(scratch) / source.package) / source.root
+            if not unpacked.is_dir():
+                raise RuntimeError(f"{source.package} has no {source.root}/")
+            written = copy_pages(unpacked, site / source.into, source.chinese_only)
+            source_labels.update({path.relative_to(site).as_posix(): source.label for path in written})
+            if source.entry:
+                source_starts[source.label] = str(PurePosixPath(source.into) / source.entry)
+    pages = sorted(source_labels)
+    if spec.labelling == "up":
+        labels, starts = label_by_up(site, pages, spec.up_depth)
+    elif spec.labelling == "dir":
+        labels, starts = label_by_dir(site, pages)
+    else:
+        labels, starts = source_labels, source_starts
+    missing = [start for start in starts.values() if start not in labels]
+    if missing:
+        raise RuntimeError(f"{name}: start pages missing: {', '.join(missing)}")
+    corpus = Corpus(name, site, labels, dict(sorted(starts.items())))
+    _write_index(corpus)
+    text = json.dumps({"spec": repr(spec), "labels": labels, "starts": corpus.starts}, ensure_ascii=False, indent=1,
+                      sort_keys=True)
+    (site / CORPUS_FILE).write_text(text, "utf-8")
+    return corpus
+
+
+def load_corpus(spec: CorpusSpec, site: Path) -> Corpus | None:
+    """The corpus built in ``site`` if it is complete and built from ``spec``, else None."""
+    try:
+        data = json.loads((site / CORPUS_FILE).read_text("utf-8"))
+        labels, starts = data["labels"], data["starts"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if data.get("spec") != repr(spec) or not all((site / path).is_file() for path in labels):
+        return None
+    return Corpus(spec.name, site, labels, starts)
 
 
 def page_title(path: Path) -> str:
-    """The text of the page's ``<title>``, or its file name."""
     text = path.read_text("utf-8", errors="replace")
     found = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
-    title = re.sub(r"\s+", " ", unescape(found.group(1))).strip() if found else ""
+    title = re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", "", found.group(1)))).strip() if found else ""
     return title or path.name
 
 
-def index_html(entries: dict[str, str], titles: dict[str, str]) -> str:
-    """The root page: a UTF-8 list of links to each package's entry page."""
-    items = "\n".join(
-        f'<li><a href="{escape(entries[label])}">{escape(titles[label])}</a> ({escape(label)})</li>'
-        for label in entries
-    )
-    return (
-        '<!DOCTYPE html>\n<html lang="zh-CN">\n<head>\n<meta charset="utf-8">\n'
-        "<title>中文文档语料</title>\n</head>\n<body>\n<h1>中文文档语料</h1>\n"
-        f"<ul>\n{items}\n</ul>\n</body>\n</html>\n"
-    )
+def _write_index(corpus: Corpus) -> None:
+    """The site's root page: a link to each section's start page."""
+    if INDEX_FILE in corpus.labels:
+        return  # the package's own home page
+    items = "\n".join(f'<li><a href="{escape(start)}">{escape(page_title(corpus.root / start))}</a></li>'
+                      for start in corpus.starts.values())
+    (corpus.root / INDEX_FILE).write_text(
+        '<!DOCTYPE html>\n<html lang="zh-CN">\n<head>\n<meta charset="utf-8">\n<title>文档</title>\n</head>\n'
+        f"<body>\n<ul>\n{items}\n</ul>\n</body>\n</html>\n", "utf-8")
 
 
-def write_index(dest: Path) -> Path:
-    """Write ``dest/index.html`` from the entry pages; return its path."""
-    entries = entry_pages(dest)
-    titles = {label: page_title(dest / path) for label, path in entries.items()}
-    return write_file(dest / INDEX_FILE, index_html(entries, titles).encode("utf-8"))
-
-
-def entry_pages(dest: Path) -> dict[str, str]:
-    """Each label's entry page, as a path relative to ``dest`` with ``/``; raises
-    FileNotFoundError if one is missing (the corpus is not built)."""
-    entries = {doc.label: f"{doc.label}/{doc.entry}" for doc in PACKAGES}
-    missing = [path for path in entries.values() if not (Path(dest) / path).is_file()]
-    if missing:
-        raise FileNotFoundError(f"entry pages missing in {dest} (run build_corpus): {', '.join(missing)}")
-    return entries
-
-
-def load_labels(dest: Path) -> dict[str, str] | None:
-    """``dest/labels.json`` if it is there, covers every package and every page it lists
-    exists; else None."""
-    try:
-        labels = json.loads((dest / LABELS_FILE).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(labels, dict) or set(labels.values()) != {doc.label for doc in PACKAGES}:
-        return None
-    if not (dest / INDEX_FILE).is_file() or not all((dest / path).is_file() for path in labels):
-        return None
-    return labels
-
-
-def build_corpus(dest: Path, cache: Path = DEB_CACHE) -> dict[str, str]:
-    """Build the corpus in ``dest`` (unless it is complete already); return its labels:
-    page path relative to ``dest`` (with ``/``) -> label."""
-    dest = Path(dest)
-    labels = load_labels(dest)
-    if labels is not None:
-        return labels
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / LABELS_FILE).unlink(missing_ok=True)
-    labels = {}
-    for doc in PACKAGES:
-        labels.update({relpath(page, dest): doc.label for page in build_package(doc, dest, cache)})
-    write_index(dest)
-    text = json.dumps(labels, ensure_ascii=False, indent=1, sort_keys=True)
-    write_file(dest / LABELS_FILE, text.encode("utf-8"))
-    return labels
-
-
-# --- checks -----------------------------------------------------------------------
-
-
-class _LinkParser(HTMLParser):
-    """Collects ``(tag, url)`` of every ``href`` and ``src`` attribute."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.links: list[tuple[str, str]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.links.extend((tag, value) for name, value in attrs if name in ("href", "src") and value)
-
-
-def page_links(path: Path) -> list[tuple[str, str]]:
-    """``(tag, url)`` of the links and resources of the page at ``path``."""
-    parser = _LinkParser()
-    parser.feed(path.read_text("utf-8", errors="replace"))
-    return parser.links
-
-
-def local_target(page: str, url: str) -> str | None:
-    """The path (relative to DEST) that a relative ``url`` of ``page`` points at, or
-    None for an absolute URL, a same-page fragment or a ``/``-rooted path."""
-    parts = urlsplit(url)
-    if parts.scheme or parts.netloc or not parts.path or parts.path.startswith("/"):
-        return None
-    joined = os.path.normpath(PurePosixPath(page).parent / unquote(parts.path))
-    return joined.replace(os.sep, "/")
-
-
-def is_served(path: Path) -> bool:
-    """Whether a static server answers ``path``: a file, or a directory with an index."""
-    return path.is_file() or (path / INDEX_FILE).is_file()
-
-
-def broken_links(dest: Path, labels: dict[str, str] | None = None) -> dict[str, Counter[str]]:
-    """Per label, the relative links that resolve to no file in ``dest``, counted as
-    ``pages`` (``<a href>``) and ``assets`` (everything else), and the ``ok`` ones."""
-    dest = Path(dest)
-    labels = labels if labels is not None else build_corpus(dest)
-    counts: dict[str, Counter[str]] = {doc.label: Counter() for doc in PACKAGES}
-    for page, label in labels.items():
-        for tag, url in page_links(dest / page):
-            target = local_target(page, url)
-            if target is None:
-                continue
-            found = not target.startswith("..") and is_served(dest / target)
-            counts[label]["ok" if found else "pages" if tag == "a" else "assets"] += 1
-    return counts
-
-
-def summary(dest: Path, labels: dict[str, str]) -> list[str]:
-    """One line per label: pages, their megabytes, and the broken relative links."""
-    broken = broken_links(dest, labels)
-    lines = []
-    for doc in PACKAGES:
-        pages = [dest / path for path, label in labels.items() if label == doc.label]
-        megabytes = sum(page.stat().st_size for page in pages) / 1e6
-        counts = broken[doc.label]
-        lines.append(
-            f"  {doc.label:<12} {len(pages):>4} pages {megabytes:6.2f} MB   broken links: "
-            f"{counts['pages']} to pages, {counts['assets']} to assets ({counts['ok']} resolve)"
-        )
+def summary(corpus: Corpus) -> list[str]:
+    sizes = corpus.sizes()
+    lines = [f"{corpus.name}: {len(corpus.labels)} pages, {len(sizes)} sections "
+             f"({corpus.labels and sum(1 for label in corpus.labels.values() if label == OTHER)} outside any)"]
+    for label, count in sizes.most_common():
+        start = corpus.root / corpus.starts[label]
+        lines.append(f"  {label:<40} {count:>4}  {corpus.starts[label]}  {page_title(start)[:40]}")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: build the corpus in DEST and print what it holds."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dest", type=Path, help="directory to build the corpus in")
+    parser.add_argument("dest", type=Path, nargs="?", default=CORPORA_DIR)
+    parser.add_argument("--only", default=",".join(SPECS))
     args = parser.parse_args(argv)
-    started = time.monotonic()
-    labels = build_corpus(args.dest)
-    elapsed = time.monotonic() - started
-    print(f"corpus in {args.dest}: {len(labels)} pages, built in {elapsed:.1f} s")
-    for label, path in entry_pages(args.dest).items():
-        print(f"  entry {label:<12} {path}")
-    print("\n".join(summary(args.dest, labels)))
+    for name in args.only.split(","):
+        started = time.monotonic()
+        corpus = build_corpus(name, args.dest)
+        print(f"built in {time.monotonic() - started:.1f} s: " + "\n".join(summary(corpus)))
     return 0
 
 

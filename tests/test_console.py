@@ -20,6 +20,7 @@ from topicspider.localsite import generate_site
 from topicspider.runner import scrapy_command
 from topicspider.storage import open_store
 from topicspider.storage.crawls import WorkerStatus, put_status
+from topicspider.storage.labels import labelled_pages
 
 HOSTILE_TITLE = "<script>window.pwned=1</script> 新闻 hostile"
 SITE_PAGES = 40
@@ -82,8 +83,9 @@ def test_a_crawl_is_started_watched_stopped_resumed_and_searched_in_a_browser(tm
     site = serve(tmp_path / "site")
     workdir = tmp_path / "work"
     workdir.mkdir()
+    # No background sample: its pages, served to the crawl at once, would leave nothing to watch rise.
     settings = ["-s", "DOWNLOAD_DELAY=0.25", "-s", "DOWNLOAD_DELAY_JITTER=0", "-s", "STATUS_INTERVAL=0.5",
-                "-s", "CONSOLE_REFRESH=0.5"]
+                "-s", "CONSOLE_REFRESH=0.5", "-s", "TOPIC_BACKGROUND_PAGES=0"]
     with running_console(workdir, *settings) as base, chromium() as driver:
         driver.get(base)
         submit_start_form(driver, site.url + "/", "3", "新闻, python")
@@ -199,6 +201,36 @@ def test_crawled_text_is_escaped_in_every_page(console, tmp_path: Path) -> None:
     assert "<img src=x" not in found + emails and "&lt;img src=x onerror=" in found
     assert 'href="javascript:' not in found
     assert "script-src 'self'" in client.get("/").headers["Content-Security-Policy"]
+
+
+def test_a_stored_page_is_labelled_relevant_or_not_from_search(console, tmp_path: Path) -> None:
+    scored = page("http://a.cn/calc", "电子表格 新闻", "新闻 单元格 公式")
+    scored.relevance, scored.relevance_terms = 0.42, "单元格 0.210, 公式 0.100"
+    store_pages(tmp_path, scored, page("http://a.cn/other", "新闻", "新闻"))
+    client = console()
+    found = client.get("/search?q=新闻").get_data(as_text=True)
+    assert "why: 单元格 0.210, 公式 0.100" in found and found.count("not labelled") == 2
+    token = csrf_of(client, "/search?q=新闻")
+    after_calc = found.split('<div class="url">http://a.cn/calc</div>', 1)[1]
+    page_id = int(after_calc.split('action="/pages/', 1)[1].split("/", 1)[0])
+
+    marked = client.post(f"/pages/{page_id}/label", data={"label": "relevant", "csrf": token, "next": "/search?q=新闻"})
+    assert marked.status_code == 302 and marked.headers["Location"].endswith("/search?q=%E6%96%B0%E9%97%BB")
+    store = open_store(f"sqlite:///{tmp_path}/console.db")
+    labelled = store.transaction(labelled_pages)
+    assert [(entry.url, entry.relevant) for entry in labelled] == [("http://a.cn/calc", True)]
+    assert "labelled relevant" in client.get("/search?q=新闻").get_data(as_text=True)
+
+    client.post(f"/pages/{page_id}/label", data={"label": "irrelevant", "csrf": token})
+    assert [entry.relevant for entry in store.transaction(labelled_pages)] == [False]
+    client.post(f"/pages/{page_id}/label", data={"label": "clear", "csrf": token})
+    assert store.transaction(labelled_pages) == []
+    store.close()
+    assert client.post(f"/pages/{page_id}/label", data={"label": "maybe", "csrf": token}).status_code == 400
+    assert client.post("/pages/999/label", data={"label": "relevant", "csrf": token}).status_code == 404
+    assert client.post(f"/pages/{page_id}/label", data={"label": "relevant"}).status_code == 400, "no CSRF token"
+    outside = client.post(f"/pages/{page_id}/label", data={"label": "relevant", "csrf": token, "next": "//evil.cn/"})
+    assert outside.headers["Location"].endswith("/") and "evil" not in outside.headers["Location"]
 
 
 def test_live_status_of_several_workers_is_summed(console, tmp_path: Path) -> None:
@@ -374,7 +406,9 @@ def test_with_scrapyd_a_crawl_is_scheduled_watched_and_cancelled(tmp_path: Path,
     deployed = subprocess.run([tool("scrapyd-deploy"), "test"], cwd=project, capture_output=True, text=True,
                               timeout=120)
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
-    client = console(scrapyd_url=scrapyd, crawl_settings={"DOWNLOAD_DELAY": "0.3", "STATUS_INTERVAL": "0.5"})
+    # No background sample: pages served from it would end the crawl before it can be cancelled.
+    client = console(scrapyd_url=scrapyd, crawl_settings={"DOWNLOAD_DELAY": "0.3", "STATUS_INTERVAL": "0.5",
+                                                          "TOPIC_BACKGROUND_PAGES": "0"})
 
     started = client.post("/crawls", data={"csrf": csrf_of(client), "seeds": site.url + "/", "depth": "3",
                                            "topic_kind": "keywords", "topic": "新闻"})

@@ -191,10 +191,10 @@ def test_crawl_log_and_stats_file(tmp_path, serve, crawl):
     lines = [line.split("\t") for line in (result.workdir / "crawl.log").read_text().splitlines()]
     pages = [fields for fields in lines if not fields[1].endswith("/robots.txt")]
     assert len(pages) == 5
-    for timestamp, url, status, depth, relevance in pages:
+    for timestamp, url, status, depth, relevance, terms in pages:
         assert timestamp.startswith("20") and timestamp.endswith("+00:00")
         assert url.startswith(site.url) and status == "200" and int(depth) >= 0
-        assert relevance == "-"  # no topic, nothing scored
+        assert relevance == terms == "-"  # no topic, nothing scored
     report = result.report
     assert report["pages_fetched"] == 5 and report["pages_stored"] == 5
     assert report["elapsed_seconds"] > 0
@@ -300,7 +300,7 @@ def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):
     (["-s", "CONCURRENT_REQUESTS=0"], "CONCURRENT_REQUESTS must be at least 1, got 0"),
     (["-s", "CRAWL_LOG=/no/such/dir/crawl.log"], "CRAWL_LOG '/no/such/dir/crawl.log': directory '/no/such/dir' does not exist"),
     (["-s", "STATS_FILE=/no/such/dir/s.json"], "STATS_FILE '/no/such/dir/s.json': directory '/no/such/dir' does not exist"),
-    (["-a", "dept=0"], "unknown spider argument 'dept' (known: seeds, depth, topic, train)"),
+    (["-a", "dept=0"], "unknown spider argument 'dept' (known: seeds, depth, topic, train, negatives, labels)"),
     (["-a", "seeds=http://bob:s3cret@exa mple.com/"], "bad seed URL 'http://bob:***@exa mple.com/': white space in the host"),
     (["-s", "DATABASE_URL=sqlite://me:hunter2@host/x.db"], "DATABASE_URL 'sqlite://me:***@host/x.db': use sqlite:///path"),
     (["-s", "DATABASE_URL=mysql://me:hunter2@127.0.0.1:3306/"],

@@ -10,16 +10,22 @@ from topicspider.extract import (
     decode_cfemail,
     emails_in_mailto,
     emails_in_text,
+    extract_blocks,
     extract_emails,
     extract_links,
-    extract_text,
     extract_title,
+    join_blocks,
     truncate,
 )
 
 
 def parse(html: str) -> HtmlElement:
     return document_fromstring(html)
+
+
+def text_of(root: HtmlElement, max_chars: int | None = None) -> str:
+    """The page's text as analysis stores it: its blocks joined, cut at ``max_chars``."""
+    return join_blocks(extract_blocks(root))[:max_chars].rstrip()
 
 
 @pytest.mark.parametrize(("html", "title"), [
@@ -48,15 +54,15 @@ def test_visible_text_leaves_out_scripts_styles_and_markup() -> None:
     html = """<html><head><title>T</title><style>p {color: red}</style></head><body>
         <p>He<b>llo</b>   world</p><script>var secret = 1;</script><noscript>enable js</noscript>
         <div>next</div><!-- a comment -->after<template><p>hidden</p></template></body></html>"""
-    assert extract_text(parse(html), 1000) == "Hello world next after"
+    assert text_of(parse(html), 1000) == "Hello world next after"
 
 
 def test_visible_text_is_capped_and_survives_deep_nesting() -> None:
     deep = "<div>" * 200 + "deep" + "</div>" * 200
-    assert extract_text(parse(f"<body>{deep} {'word ' * 100}</body>"), 30) == "deep word word word word word"
+    assert text_of(parse(f"<body>{deep} {'word ' * 100}</body>"), 30) == "deep word word word word word"
     # Past libxml2's nesting limit the parser gives up on the page; that must not raise.
     hostile = "<div>" * 100_000
-    assert isinstance(extract_text(parse(f"<body>{hostile}x</body>"), 30), str)
+    assert isinstance(text_of(parse(f"<body>{hostile}x</body>"), 30), str)
 
 
 @pytest.mark.parametrize(("text", "emails"), [
@@ -87,7 +93,7 @@ def test_emails_from_mailto_links() -> None:
 def test_emails_from_entities_text_and_links() -> None:
     root = parse("""<body><p>Mail us: info&#64;example.com or sales&#x40;example.com</p>
         <a href="mailto:boss@example.com">the boss</a> <a href=" MAILTO:info@example.com">again</a></body>""")
-    assert extract_emails(root, extract_text(root, 10_000)) == [
+    assert extract_emails(root, text_of(root, 10_000)) == [
         "info@example.com", "sales@example.com", "boss@example.com"]
 
 
@@ -98,7 +104,7 @@ def test_cloudflare_protected_addresses() -> None:
     root = parse(f"""<body><a href="/cdn-cgi/l/email-protection" class="__cf_email__"
         data-cfemail="{encoded}">[email&#160;protected]</a>
         <a href="/cdn-cgi/l/email-protection#{encoded}">mail</a></body>""")
-    assert extract_emails(root, extract_text(root)) == [address]
+    assert extract_emails(root, text_of(root)) == [address]
 
 
 def test_base_href_anywhere_and_broken() -> None:
@@ -135,7 +141,7 @@ def test_bracket_and_at_forms_that_normalise_to_an_address(text):
 
 def test_text_with_control_characters_is_kept_without_them():
     root = document_fromstring("<p>a\x01b</p><p>c</p>x<div>y\x02</div>z")
-    assert extract_text(root) == "ab c x y z"
+    assert text_of(root) == "ab c x y z"
 
 
 def test_addresses_far_into_a_long_text_and_no_false_ones_from_a_window_edge():

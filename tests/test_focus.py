@@ -3,6 +3,7 @@ real ``scrapy crawl`` runs against a local site."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -43,12 +44,13 @@ def mixed_site(tmp_path: Path) -> Path:
 def crawl_log(workdir: Path) -> dict[str, str]:
     """Page path -> the relevance column of its crawl-log line."""
     fields = [line.split("\t") for line in (workdir / "crawl.log").read_text("utf-8").splitlines()]
-    return {url.split("/", 3)[3]: score for _, url, _, depth, score in fields if depth != "-"}
+    return {url.split("/", 3)[3]: score for _, url, _, depth, score, _ in fields if depth != "-"}
 
 
 def test_focused_crawl_stores_relevant_pages_and_follows_only_their_links(mixed_site, serve, crawl):
     site = serve(mixed_site)
-    result = crawl(site.url + "/", depth=3, topic=KEYWORDS)
+    # No background sample: every request is the crawl's own.
+    result = crawl(site.url + "/", depth=3, topic=KEYWORDS, settings={"TOPIC_BACKGROUND_PAGES": 0})
 
     assert result.returncode == 0, result.stderr
     stored = dict(result.rows("SELECT url, relevance FROM pages"))
@@ -136,21 +138,25 @@ def test_train_from_urls_and_files_then_crawl(mixed_site, serve, crawl, tmp_path
 
 def test_topic_train_command_writes_a_topic_file_the_crawl_reuses(mixed_site, serve, tmp_path, crawl):
     site = serve(mixed_site)
-    output = tmp_path / "topic.txt"
+    output = tmp_path / "topic.json"
     done = run_project(
-        [sys.executable, "-m", "scrapy", "topic-train", "-a", f"train={site.url}/on.html,{site.url}/on-child.html", "-o", str(output),
-         "-s", "DOWNLOAD_DELAY=0", "-s", "TOPIC_TOP_K=5"],
+        [sys.executable, "-m", "scrapy", "topic-train", "-a", f"train={site.url}/on.html,{site.url}/on-child.html",
+         "-o", str(output), "-s", "DOWNLOAD_DELAY=0"],
         tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    lines = [line for line in output.read_text("utf-8").splitlines() if not line.startswith("#")]
-    terms = [line.split("\t")[0] for line in lines]
-    assert len(terms) == 5 and {"电子表格", "公式", "单元格"} <= set(terms)
+    saved = json.loads(output.read_text("utf-8"))
+    assert (saved["format"], saved["version"], saved["kind"], saved["segmenter"]) == (
+        "topicspider-topic", 1, "centroid", "rjieba")
+    assert [sample["source"] for sample in saved["samples"]] == [f"{site.url}/on.html", f"{site.url}/on-child.html"]
+    assert {"电子表格", "公式", "单元格"} <= {term for term, _ in saved["terms"][:6]}
+    # Without seeds, the background is sampled from the samples' site, from its home page on.
+    assert len(saved["background"]) == 3 and "/" in site.paths()
     assert not (tmp_path / "topicspider.db").exists()
-    assert set(site.paths()) == {"/on.html", "/on-child.html"}
 
     result = crawl(site.url + "/", depth=3, topic=f"@{output}")
     assert set(result.pages()) == {f"{site.url}/on.html", f"{site.url}/on-child.html"}
+    assert result.report["relevance_threshold"] == pytest.approx(saved["threshold"], abs=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -185,7 +191,7 @@ def test_empty_topic_file_is_refused(mixed_site, serve, crawl, tmp_path):
     ("settings", "arguments", "message"),
     [
         ({"TOPIC_SEGMENTER": "hanlp"}, {"topic": KEYWORDS}, "TOPIC_SEGMENTER must be one of jieba, rjieba"),
-        ({"TOPIC_THRESHOLD": "-1"}, {"topic": KEYWORDS}, "TOPIC_THRESHOLD must be at least 0.0"),
+        ({"TOPIC_THRESHOLD": "-1.5"}, {"topic": KEYWORDS}, "TOPIC_THRESHOLD must be at least -1.0"),
         ({"TOPIC_THRESHOLD": "5.5"}, {"topic": KEYWORDS}, "TOPIC_THRESHOLD 5.5 is above the highest possible score"),
         ({"TOPIC_TITLE_WEIGHT": "0", "TOPIC_BODY_WEIGHT": "0"}, {"topic": KEYWORDS}, "cannot both be 0"),
         ({"TOPIC_USER_DICT": "/no/such/dict.txt"}, {"topic": KEYWORDS}, "cannot read TOPIC_USER_DICT"),
@@ -217,7 +223,7 @@ def test_training_page_that_cannot_be_fetched_ends_the_crawl_before_the_seeds(mi
     site = serve(mixed_site)
     result = crawl(site.url + "/", train=f"{site.url}/missing.html")
 
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"training sample {site.url}/missing.html could not be read: HTTP 404" in result.stderr
     assert "/" not in site.paths() and "/index.html" not in site.paths()
     assert result.report["finish_reason"] == "topic_failed"
@@ -233,7 +239,8 @@ def test_best_first_fetches_the_on_topic_link_first(tmp_path, serve, crawl):
     index = (root / "index.html").read_text("utf-8").replace(">link to on.html<", ">电子表格公式单元格<")
     (root / "index.html").write_text(index, encoding="utf-8")
     site = serve(root)
-    settings = {"CONCURRENT_REQUESTS": 1, "TOPIC_FOLLOW_ALL": True}
+    # No background sample: the order of requests is the crawl's own.
+    settings = {"CONCURRENT_REQUESTS": 1, "TOPIC_FOLLOW_ALL": True, "TOPIC_BACKGROUND_PAGES": 0}
 
     breadth_first = crawl(site.url + "/", depth=1, topic=KEYWORDS, settings=settings)
     order = [path for path in site.paths() if path.endswith(".html")]
@@ -272,7 +279,8 @@ def test_a_resumed_crawl_scores_every_page(tmp_path, serve, crawl):
     assert None not in {score for _, score in resumed.rows("SELECT url, relevance FROM pages")}
     # Every HTML page but the sample (21 and the seed), each scored once over the two runs.
     assert scored_first + resumed.stats["topic/scored"] == 22
-    assert "/deeper.html" not in site.paths()
+    # Its parents are off topic: the crawl never asked for it (the background sample may have).
+    assert "deeper.html" not in crawl_log(resumed.workdir)
 
 
 def test_fetch_log_lines_of_pages_the_spider_never_reads(tmp_path, serve, crawl):
@@ -287,7 +295,7 @@ def test_fetch_log_lines_of_pages_the_spider_never_reads(tmp_path, serve, crawl)
     result = crawl(site.url + "/", depth=2, topic=KEYWORDS)
 
     lines = [line.split("\t") for line in (result.workdir / "crawl.log").read_text("utf-8").splitlines()]
-    pages = [(url.split("/", 3)[3], status, score) for _, url, status, depth, score in lines if depth != "-"]
+    pages = [(url.split("/", 3)[3], status, score) for _, url, status, depth, score, _ in lines if depth != "-"]
     assert ("refresh.html", "200", "-") in pages and ("moved.html", "301", "-") in pages
     assert [path for path, *_ in pages].count("target.html") == 1
     target = next(index for index, (path, *_) in enumerate(pages) if path == "target.html")

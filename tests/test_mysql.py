@@ -287,3 +287,26 @@ def test_a_url_state_only_moves_forward(mysql_url):
     assert table.contains_many([fingerprint, b"g" * 16, b"h" * 16]) == {fingerprint, b"g" * 16}
     assert MySQLURLTable(mysql_url, "job-2").count() == 0 and table.count() == 2
     table.close()
+
+
+def test_relevance_terms_and_labels_in_mysql(mysql_url):
+    from topicspider.items import PageItem
+    from topicspider.storage.labels import labelled_pages, pages_by_url, set_label
+
+    store = MySQLStore(mysql_url)
+    pages = [PageItem(url=f"http://a.cn/{n}", title=f"页 {n}", depth=1, http_status=200,
+                      fetched_at="2026-12-02T00:00:00+00:00", text="单元格 公式", relevance=0.4,
+                      relevance_terms="单元格 0.300, 公式 0.100") for n in (1, 2)]
+    store.write_pages(pages)
+    ids = dict(query(mysql_url, "SELECT url, id FROM pages"))
+    assert query(mysql_url, "SELECT DISTINCT relevance_terms FROM pages") == [("单元格 0.300, 公式 0.100",)]
+    store.transaction(lambda cursor, dialect: set_label(cursor, dialect, ids["http://a.cn/2"], False), write=True)
+    store.transaction(lambda cursor, dialect: set_label(cursor, dialect, ids["http://a.cn/1"], True), write=True)
+    store.transaction(lambda cursor, dialect: set_label(cursor, dialect, ids["http://a.cn/2"], True), write=True)
+    labelled = store.transaction(labelled_pages)
+    assert [(page.url, page.relevant, page.title) for page in labelled] == [
+        ("http://a.cn/1", True, "页 1"), ("http://a.cn/2", True, "页 2")]
+    found, missing = store.transaction(lambda cursor, dialect: pages_by_url(
+        cursor, dialect, {"http://a.cn/1": False, "http://a.cn/9": True}))
+    assert [(page.url, page.relevant) for page in found] == [("http://a.cn/1", False)] and missing == ["http://a.cn/9"]
+    store.close()

@@ -8,16 +8,11 @@ from collections import Counter
 import pytest
 
 from topicspider.config import ConfigError
-from topicspider.topic.lexicon import (
-    Lexicon,
-    format_lexicon,
-    keywords_lexicon,
-    parse_lexicon,
-    read_lexicon,
-    train_lexicon,
-)
-from topicspider.topic.score import Topic, counts_cosine
+from topicspider.topic.lexicon import Lexicon, keywords_lexicon, parse_lexicon, train_lexicon
+from topicspider.topic.score import LexiconTopic as Topic
+from topicspider.topic.score import counts_cosine
 from topicspider.topic.segment import Segmenter, read_user_dict
+from topicspider.topic.topicfile import read_topic_file
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +85,12 @@ def test_bad_lexicon_files_are_refused(text, message):
         parse_lexicon(text, "t.txt")
 
 
-def test_unreadable_lexicon_file(tmp_path):
+def test_unreadable_topic_file(tmp_path):
     with pytest.raises(ConfigError, match="cannot read topic file"):
-        read_lexicon(tmp_path / "missing.txt")
+        read_topic_file(tmp_path / "missing.txt")
     (tmp_path / "binary.txt").write_bytes(b"\xff\xfe\x00garbage\xff")
     with pytest.raises(ConfigError, match="cannot read topic file"):
-        read_lexicon(tmp_path / "binary.txt")
+        read_topic_file(tmp_path / "binary.txt")
 
 
 def test_keyword_lexicon():
@@ -138,13 +133,6 @@ def test_training_without_words_is_an_error():
         train_lexicon([[], []], top_k=5)
 
 
-def test_saved_lexicon_reads_back():
-    lexicon = Lexicon({"电子表格": 0.123456, "公式": 2.0, "excel": 0.5})
-    text = format_lexicon(lexicon, ["trained from 3 samples"])
-    assert text.startswith("# trained from 3 samples\n公式\t2\n")
-    assert parse_lexicon(text, "saved").weights == pytest.approx(lexicon.weights, rel=1e-5)
-
-
 def test_cosine_of_topic_term_counts_and_weights():
     lexicon = Lexicon({"a": 3.0, "b": 4.0})
     assert counts_cosine(Counter({"a": 1, "b": 1}), lexicon) == pytest.approx((3 + 4) / (math.sqrt(2) * 5))
@@ -169,22 +157,31 @@ def test_rjieba_keeps_added_words_whole():
 
 def test_relevance_is_title_weight_times_b_plus_body_weight_times_c(segmenter):
     topic = Topic(keywords_lexicon(["电子表格", "公式", "单元格"]), segmenter)
-    relevance = topic.relevance("电子表格入门", "在电子表格里，公式引用单元格。")
-    assert relevance.title == pytest.approx(1 / math.sqrt(3))
-    assert relevance.body == pytest.approx(1.0)
+    # B, the title's cosine: 1/√3 ("电子表格" alone); C, the body's: 1 (each term once).
+    relevance = topic.relevance("电子表格入门", ["在电子表格里，公式引用单元格。"])
     assert relevance.score == pytest.approx(4 / math.sqrt(3) + 1)
     weighted = Topic(topic.lexicon, segmenter, title_weight=1.0, body_weight=2.0)
-    assert weighted.relevance("电子表格入门", "在电子表格里，公式引用单元格。").score == pytest.approx(1 / math.sqrt(3) + 2)
+    assert weighted.relevance("电子表格入门", ["在电子表格里，公式引用单元格。"]).score == pytest.approx(1 / math.sqrt(3) + 2)
+
+
+def test_the_terms_that_weighed_most_sum_to_the_score(segmenter):
+    topic = Topic(Lexicon({"电子表格": 3.0, "公式": 1.0, "单元格": 1.0}), segmenter)
+    relevance = topic.relevance("电子表格", ["公式引用单元格，单元格"])
+    terms = dict(relevance.terms)
+    assert list(terms)[0] == "电子表格" and set(terms) == {"电子表格", "公式", "单元格"}
+    assert sum(terms.values()) == pytest.approx(relevance.score)
+    assert relevance.explain().startswith("电子表格 ")
+    assert Topic(topic.lexicon, segmenter, explain_terms=1).relevance("电子表格", ["公式"]).terms[0][0] == "电子表格"
 
 
 def test_off_topic_and_empty_pages_score_zero(segmenter):
     topic = Topic(keywords_lexicon(["电子表格", "公式"]), segmenter)
-    assert topic.relevance("今日天气", "明天多云转晴，气温回升。").score == 0.0
-    assert topic.relevance("", "").score == 0.0
+    assert topic.relevance("今日天气", ["明天多云转晴，气温回升。"]).score == 0.0
+    assert topic.relevance("", []).score == 0.0
 
 
 def test_only_the_first_max_chars_are_segmented(segmenter):
     topic = Topic(keywords_lexicon(["电子表格"]), segmenter, max_chars=100)
     filler = "天气晴朗。" * 40  # 200 characters
-    assert topic.relevance("", "电子表格" + filler).body == 1.0
-    assert topic.relevance("", filler + "电子表格").body == 0.0
+    assert topic.relevance("", ["电子表格" + filler]).score == 1.0
+    assert topic.relevance("", [filler, "电子表格"]).score == 0.0

@@ -16,7 +16,7 @@ from time import perf_counter
 from w3lib.encoding import html_to_unicode
 
 from topicspider.extract import (
-    RawLink, base_url, extract_emails, extract_links, extract_text, extract_title, html_root, truncate,
+    RawLink, base_url, extract_blocks, extract_emails, extract_links, extract_title, html_root, join_blocks, truncate,
 )
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
 from topicspider.search.terms import document_terms
@@ -42,11 +42,12 @@ class PageRules:
     robots_token: str = "topicspider"
     max_depth: int = 3
     topic: Topic | None = None
-    threshold: float = 0.6
+    threshold: float = 0.6  # the topic's own, unless TOPIC_THRESHOLD says otherwise
     follow_all: bool = False
     best_first: bool = False
     search_index: bool = True  # work out the search index terms of pages that will be stored
     store_all: bool = False  # TOPIC_STORE_ALL: irrelevant pages are stored too
+    keep_blocks: bool = False  # return the page's blocks of text (background sampling)
 
     def relevant(self, relevance: Relevance) -> bool:
         return relevance.score >= self.threshold
@@ -85,6 +86,7 @@ class PageAnalysis:
     counts: Counter[str] = field(default_factory=Counter)
     score_seconds: float = 0.0
     search_terms: dict[str, int] | None = None  # None when the page will not be stored
+    blocks: list[str] = field(default_factory=list)  # only with PageRules.keep_blocks
 
 
 def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
@@ -93,15 +95,18 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
     root = html_root(text, page.url)
     counts: Counter[str] = Counter()
     directives = _robots_directives(root, page.robots_headers, rules)
-    full_text = extract_text(root)
+    blocks = extract_blocks(root)
+    full_text = join_blocks(blocks)
     body_text, text_cut = truncate(full_text, rules.text_max_chars)
     title, title_cut = truncate(extract_title(root), TITLE_MAX_CHARS)
     counts["extract/text_truncated"] += text_cut
     counts["extract/title_truncated"] += title_cut
     analysis = PageAnalysis(title, body_text, extract_emails(root, full_text), NOINDEX in directives, None, None, [], counts)
+    if rules.keep_blocks:
+        analysis.blocks = blocks
     if rules.topic is not None:
         started = perf_counter()
-        analysis.relevance = rules.topic.relevance(title, body_text)
+        analysis.relevance = rules.topic.relevance(title, blocks, page.site)
         analysis.score_seconds = perf_counter() - started
         analysis.relevant = rules.relevant(analysis.relevance)
     if rules.search_index and _stored(analysis, rules):
@@ -172,6 +177,6 @@ def link_priority(rules: PageRules, parent: Relevance, anchor_text: str) -> int:
     """Best-first: half the parent's relevance (as a share of the highest possible),
     half the anchor text's similarity to the topic."""
     assert rules.topic is not None
-    parent_share = min(parent.score / rules.topic.max_score, 1.0)
+    parent_share = min(max(parent.score, 0.0) / rules.topic.max_score, 1.0)
     anchor = rules.topic.similarity(anchor_text)
     return round(PRIORITY_SCALE * (parent_share + anchor) / 2)

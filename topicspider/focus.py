@@ -1,21 +1,41 @@
-"""The crawl's topic, built from the spider's ``topic``/``train`` arguments and the
-``TOPIC_*`` settings.
+"""The crawl's topic, built from the spider's ``topic``/``train``/``negatives``/``labels``
+arguments and the ``TOPIC_*`` settings.
 
-``-a topic=WORD[,WORD...]`` or ``-a topic=@file`` (``term weight`` lines) gives the
-topic; ``-a train=URL_OR_PATH[,...]`` or ``-a train=@file`` learns it from sample pages.
-Sample URLs are downloaded through the crawler's own downloader middlewares, so
-robots.txt, the user agent and the per-host delay apply to them as to any page.
-Settings: ``TOPIC_SEGMENTER``, ``TOPIC_USER_DICT``, ``TOPIC_TOP_K``, ``TOPIC_MAX_CHARS``,
-``TOPIC_TITLE_WEIGHT``, ``TOPIC_BODY_WEIGHT``.
+* ``-a topic=WORD[,WORD...]`` or ``-a topic=@file``: keywords, or a keyword file
+  (``term weight`` lines), or a topic saved by ``scrapy topic-train -o``.
+* ``-a train=URL_OR_PATH[,...]|@file``: sample pages to learn the topic from, with the
+  model ``TOPIC_MODEL`` names (``centroid`` by default, or the seeds' ``lexicon``).
+* ``-a negatives=URL_OR_PATH[,...]|@file``: pages off the topic, for a trained topic.
+* ``-a labels=database|@file``: stored pages a person labelled relevant or not
+  (:mod:`topicspider.storage.labels`), added to the samples and negatives.
+
+Before the first seed, up to ``TOPIC_BACKGROUND_PAGES`` pages of the seeds' sites are
+sampled (:class:`BackgroundSampler`): the seeds first, then pages drawn at random from
+the links found so far, within the crawl's depth. They give each site's template
+(``TOPIC_BOILERPLATE_SHARE``) and, for a trained topic, the background it is learnt
+against. Sampled pages and downloaded samples are kept in memory
+(:class:`ResponseCache`, at most :data:`CACHE_MAX_BYTES`) and served to the crawl when
+it asks for them (:mod:`topicspider.middlewares.background`), so they cost no second
+download. Samples, negatives and the background are downloaded through the crawler's own
+downloader middlewares: robots.txt, the user agent and the per-host delay apply to them
+as to any page. Settings: ``TOPIC_MODEL``, ``TOPIC_SEGMENTER``, ``TOPIC_USER_DICT``,
+``TOPIC_TOP_K``, ``TOPIC_MAX_CHARS``, ``TOPIC_TITLE_WEIGHT``, ``TOPIC_BODY_WEIGHT``,
+``TOPIC_TARGET_RECALL``, ``TOPIC_BACKGROUND_PAGES``, ``TOPIC_BOILERPLATE_SHARE``,
+``TOPIC_EXPLAIN_TERMS``. Stats: ``topic/background_pages``, ``topic/background_failed``,
+``topic/background_seconds``, ``topic/template_blocks``, ``topic/train_seconds``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
-from dataclasses import dataclass, field
+import random
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING
+from urllib.parse import urljoin
 
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
@@ -23,14 +43,25 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import DeferredList
 
+from topicspider.analysis import Page, PageRules, analyse_page
 from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_list
 from topicspider.encoding import better_encoding
-from topicspider.extract import extract_text, extract_title, html_root
-from topicspider.reactor_tools import to_thread
-from topicspider.topic.lexicon import Lexicon, keywords_lexicon, read_lexicon, train_lexicon
-from topicspider.topic.score import Topic
+from topicspider.extract import extract_blocks, extract_title, html_root
+from topicspider.reactor_tools import sleep, to_thread
+from topicspider.storage import open_store
+from topicspider.storage.labels import (
+    LABELS_FROM_DATABASE,
+    LabelledPage,
+    labelled_pages,
+    pages_by_url,
+    read_labels_file,
+)
+from topicspider.topic.lexicon import Lexicon, keywords_lexicon
+from topicspider.topic.score import KINDS, Doc, Topic, TopicSpec, build_topic, read_doc
 from topicspider.topic.segment import Segmenter, check_segmenter_name, read_user_dict
-from topicspider.urls import BadURL, request_url, site_of
+from topicspider.topic.template import learn_templates
+from topicspider.topic.topicfile import TopicFile, read_topic_file
+from topicspider.urls import BadURL, canonical_url, request_url, site_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -40,45 +71,95 @@ logger = logging.getLogger(__name__)
 
 PLAIN_TEXT_SUFFIXES = frozenset({".txt", ".text", ".md"})
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".shtml"})
+# Sampled pages kept for the crawl to reuse: beyond this, a page is downloaded again.
+CACHE_MAX_BYTES = 64 * 1024 * 1024
+# The same sites give the same sample, run after run.
+SAMPLE_SEED = 20_261_202
+# Downloads in flight while sampling; the downloader still keeps each host's delay.
+SAMPLE_CONCURRENCY = 16
+SAMPLE_POLL = 0.05  # seconds a sampling task waits for links when none are pending
 
 
 @dataclass(frozen=True)
 class TopicArguments:
-    """What ``-a topic`` and ``-a train`` asked for, checked."""
+    """What ``-a topic``, ``-a train``, ``-a negatives`` and ``-a labels`` asked for, checked."""
 
-    lexicon: Lexicon | None = None
+    keywords: Lexicon | None = None
+    saved: TopicFile | None = None  # a topic saved by topic-train
     samples: list[str] = field(default_factory=list)  # URLs and local paths
+    negatives: list[str] = field(default_factory=list)
+    labels: str = ""  # "database" or a labels file's path
+    label_urls: dict[str, bool] = field(default_factory=dict)  # a labels file's labels
 
     @property
     def wanted(self) -> bool:
-        return self.lexicon is not None or bool(self.samples)
+        return self.keywords is not None or self.saved is not None or bool(self.samples or self.labels)
+
+    @property
+    def trains(self) -> bool:
+        """Whether a topic is learnt (or learnt again) from pages in this crawl."""
+        return bool(self.samples or self.labels or self.negatives)
 
 
-def parse_topic_arguments(topic: str = "", train: str = "") -> TopicArguments:
-    """Raise :class:`ConfigError` for a bad, empty or unreadable topic or sample list."""
+def parse_topic_arguments(topic: str = "", train: str = "", negatives: str = "", labels: str = "") -> TopicArguments:
+    """Raise :class:`ConfigError` for a bad, empty or unreadable topic, sample list,
+    negatives or labels file."""
     if topic.strip() and train.strip():
         raise ConfigError("give -a topic or -a train, not both")
-    if topic.strip():
-        if topic.strip().startswith("@"):
-            return TopicArguments(lexicon=read_lexicon(Path(topic.strip()[1:])))
-        return TopicArguments(lexicon=keywords_lexicon(parse_list(topic, "topic")))
-    if train.strip():
-        return TopicArguments(samples=[_sample(source) for source in parse_list(train, "training")])
-    return TopicArguments()
+    keywords, saved = None, None
+    if topic.strip().startswith("@"):
+        read = read_topic_file(Path(topic.strip()[1:]))
+        keywords, saved = (read.spec.lexicon, None) if read.segmenter is None else (None, read)
+    elif topic.strip():
+        keywords = keywords_lexicon(parse_list(topic, "topic"))
+    samples = [_sample(source, "training sample") for source in parse_list(train, "training")] if train.strip() else []
+    negative_pages = _negatives(negatives)
+    label_source, label_urls = _labels(labels)
+    if (negative_pages or label_source) and keywords is not None:
+        raise ConfigError("negatives and labels refine a trained topic: give -a train=... or a topic saved by "
+                          "scrapy topic-train, not keywords")
+    if negative_pages and not (samples or saved or label_source):
+        raise ConfigError("negatives need something on the topic too: -a train=URL_OR_PATH[,...]")
+    return TopicArguments(keywords, saved, samples, negative_pages, label_source, label_urls)
 
 
-def _sample(source: str) -> str:
+def _negatives(value: str) -> list[str]:
+    if not value.strip():
+        return []
+    sources = parse_list(value, "negatives")
+    if not sources:
+        raise ConfigError("no negatives given: use -a negatives=URL_OR_PATH[,...] or -a negatives=@file")
+    return [_sample(source, "negative") for source in sources]
+
+
+def _labels(value: str) -> tuple[str, dict[str, bool]]:
+    value = value.strip()
+    if not value:
+        return "", {}
+    if value == LABELS_FROM_DATABASE:
+        return value, {}
+    if not value.startswith("@"):
+        raise ConfigError(f"labels must be {LABELS_FROM_DATABASE!r} or @FILE of 'URL relevant|irrelevant' lines, "
+                          f"got {value!r}")
+    labels = read_labels_file(Path(value[1:]))
+    try:
+        return value, {canonical_url(request_url(url)): relevant for url, relevant in labels.items()}
+    except BadURL as exc:
+        raise ConfigError(f"labels file {value[1:]!r}: bad URL {exc}") from None
+
+
+def _sample(source: str, what: str) -> str:
     if source.lower().startswith(("http://", "https://")):
         try:
             return request_url(source)
         except BadURL as exc:
-            raise ConfigError(f"bad training URL {exc}") from None
+            raise ConfigError(f"bad {what} URL {exc}") from None
     path = Path(source)
     if not path.is_file():
-        raise ConfigError(f"training sample {source!r} is neither an http(s) URL nor a readable file")
+        raise ConfigError(f"{what} {source!r} is neither an http(s) URL nor a readable file")
     if path.suffix.lower() not in HTML_SUFFIXES | PLAIN_TEXT_SUFFIXES:
         kinds = ", ".join(sorted(HTML_SUFFIXES | PLAIN_TEXT_SUFFIXES))
-        raise ConfigError(f"training sample {source!r} is not an HTML or text file ({kinds})")
+        raise ConfigError(f"{what} {source!r} is not an HTML or text file ({kinds})")
     return str(path)
 
 
@@ -88,34 +169,82 @@ def check_topic_settings(settings: BaseSettings) -> None:
     check_segmenter_name(backend)
     if importlib.util.find_spec(backend) is None:
         raise ConfigError(f"TOPIC_SEGMENTER is {backend!r} but {backend} is not installed: pip install {backend}")
+    model = settings.get("TOPIC_MODEL")
+    if model not in KINDS:
+        raise ConfigError(f"TOPIC_MODEL must be one of {', '.join(KINDS)}, got {model!r}")
     user_dict = settings.get("TOPIC_USER_DICT") or ""
     if user_dict:
         read_user_dict(Path(user_dict))
     highest = get_float(settings, "TOPIC_TITLE_WEIGHT") + get_float(settings, "TOPIC_BODY_WEIGHT")
     if highest <= 0:
         raise ConfigError("TOPIC_TITLE_WEIGHT and TOPIC_BODY_WEIGHT cannot both be 0")
-    threshold = get_float(settings, "TOPIC_THRESHOLD")
-    if threshold > highest:
+    threshold = threshold_setting(settings)
+    if threshold is not None and threshold > highest:
         raise ConfigError(f"TOPIC_THRESHOLD {threshold} is above the highest possible score, {highest}")
+    recall = get_float(settings, "TOPIC_TARGET_RECALL")
+    if not recall < 1:
+        raise ConfigError(f"TOPIC_TARGET_RECALL must be below 1, got {recall}")
+    share = get_float(settings, "TOPIC_BOILERPLATE_SHARE")
+    if share > 1:
+        raise ConfigError(f"TOPIC_BOILERPLATE_SHARE must be at most 1, got {share}")
 
 
-def check_topic_arguments(settings: BaseSettings, arguments: TopicArguments) -> None:
-    """Raise :class:`ConfigError` for settings that need a topic, or samples, and lack them."""
-    if settings.get("TOPIC_TRAIN_OUTPUT") and not arguments.samples:
-        raise ConfigError("TOPIC_TRAIN_OUTPUT needs training samples: -a train=URL_OR_PATH[,...]")
+def threshold_setting(settings: BaseSettings) -> float | None:
+    """``TOPIC_THRESHOLD``, or None when it is empty: each topic's own threshold."""
+    if settings.get("TOPIC_THRESHOLD") in (None, ""):
+        return None
+    return get_float(settings, "TOPIC_THRESHOLD", minimum=-1.0)
+
+
+def check_topic_arguments(settings: BaseSettings, arguments: TopicArguments, seeds: list[str] | None = None) -> None:
+    """Raise :class:`ConfigError` for settings that need a topic, or samples, and lack
+    them, a saved topic cut by another segmenter, a centroid topic with nothing to
+    learn against, and labels naming pages the database does not hold."""
+    if settings.get("TOPIC_TRAIN_OUTPUT") and not arguments.trains:
+        raise ConfigError("TOPIC_TRAIN_OUTPUT needs training samples: -a train=URL_OR_PATH[,...] or -a labels=...")
     if get_bool(settings, "TOPIC_BEST_FIRST") and not arguments.wanted:
         # Without a topic every priority is the same, and the level barrier would be off.
         raise ConfigError("TOPIC_BEST_FIRST needs a topic: -a topic=... or -a train=...")
+    saved = arguments.saved
+    if saved is not None and saved.segmenter != settings.get("TOPIC_SEGMENTER"):
+        raise ConfigError(f"topic file {saved.path!r} was trained with the {saved.segmenter} segmenter, and "
+                          f"TOPIC_SEGMENTER is {settings.get('TOPIC_SEGMENTER')}: train it again, or set "
+                          f"TOPIC_SEGMENTER={saved.segmenter}")
+    if arguments.trains and saved is None and settings.get("TOPIC_MODEL") == "centroid":
+        start = list(seeds or []) + [source for source in arguments.samples if source.startswith("http")]
+        if not arguments.negatives and not (start and get_int(settings, "TOPIC_BACKGROUND_PAGES") > 0):
+            raise ConfigError("a centroid topic is learnt against a background: give seed URLs (their sites are "
+                              "sampled, TOPIC_BACKGROUND_PAGES) or -a negatives=..., or set TOPIC_MODEL=lexicon")
+    if arguments.labels:
+        read_labels(settings, arguments)
 
 
-def page_words(response: Response) -> tuple[str, str]:
-    """A page's title and visible text; plain text has no title."""
+def read_labels(settings: BaseSettings, arguments: TopicArguments) -> list[LabelledPage]:
+    """The labelled pages ``-a labels`` names, from the crawl's database."""
+    store = open_store(settings.get("DATABASE_URL") or "", index=False)
+    try:
+        if arguments.labels == LABELS_FROM_DATABASE:
+            pages = store.transaction(labelled_pages)
+            if not pages:
+                raise ConfigError("no page is labelled in the database (label pages in scrapy console first)")
+            return pages
+        pages, missing = store.transaction(lambda cursor, dialect: pages_by_url(cursor, dialect, arguments.label_urls))
+    finally:
+        store.close()
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise ConfigError(f"labels name pages that are not in the database: {missing[0]}{more}")
+    return pages
+
+
+def page_blocks(response: Response) -> tuple[str, list[str]]:
+    """A page's title and blocks of text; plain text is one block and has no title."""
     if isinstance(response, HtmlResponse):
         root = html_root(response.text, response.url)
-        return extract_title(root), extract_text(root)
+        return extract_title(root), extract_blocks(root)
     if isinstance(response, TextResponse):
-        return "", response.text
-    return "", ""
+        return "", [response.text]
+    return "", []
 
 
 def _file_response(path: Path) -> Response:
@@ -124,63 +253,206 @@ def _file_response(path: Path) -> Response:
     return cls(url=path.resolve().as_uri(), body=body, encoding=better_encoding(body, None) or "utf-8")
 
 
+class ResponseCache:
+    """Pages downloaded to sample the background, by canonical URL, until the crawl
+    asks for them: at most ``max_bytes`` of bodies."""
+
+    def __init__(self, strip_trailing_slash: bool, max_bytes: int = CACHE_MAX_BYTES) -> None:
+        self.strip_trailing_slash = strip_trailing_slash
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.responses: OrderedDict[str, Response] = OrderedDict()
+
+    def put(self, response: Response) -> None:
+        if self.size + len(response.body) > self.max_bytes:
+            return
+        key = canonical_url(response.url, self.strip_trailing_slash)
+        if key not in self.responses:
+            self.responses[key] = response
+            self.size += len(response.body)
+
+    def take(self, url: str) -> Response | None:
+        response = self.responses.pop(canonical_url(url, self.strip_trailing_slash), None)
+        if response is not None:
+            self.size -= len(response.body)
+        return response
+
+
+@dataclass
+class SampledPage:
+    url: str
+    site: str
+    title: str
+    blocks: list[str]
+
+
+class BackgroundSampler:
+    """Which page to sample next: each site's start pages first, then pages drawn at
+    random among the links found on its sampled pages, the sites taken in turn.
+    Drawing at random, rather than breadth-first, spreads the sample over the site's
+    sections instead of the few pages next to the seeds."""
+
+    def __init__(self, start_urls: list[str], max_depth: int, limit: int, strip_trailing_slash: bool,
+                 excluded: frozenset[str] | set[str] = frozenset()) -> None:
+        self.limit = limit
+        self.max_depth = max_depth
+        self.strip_trailing_slash = strip_trailing_slash
+        self.random = random.Random(SAMPLE_SEED)
+        self.pending: dict[str, list[tuple[str, int]]] = {}
+        self.seen: set[str] = set(excluded)
+        self.starts = 0
+        for url in start_urls:
+            self.add(url, 0)
+            self.starts += 1
+        self.sites = list(self.pending)
+        self.turn = 0
+        self.taken = 0  # pages handed out, less those that failed
+
+    def add(self, url: str, depth: int) -> None:
+        key = canonical_url(url, self.strip_trailing_slash)
+        if key in self.seen or depth > self.max_depth:
+            return
+        self.seen.add(key)
+        self.pending.setdefault(site_of(url), []).append((url, depth))
+
+    def next(self) -> tuple[str, int] | None:
+        """The next page to download, or None when none is pending now."""
+        if self.taken >= self.limit:
+            return None
+        for _ in range(len(self.sites)):
+            site = self.sites[self.turn % len(self.sites)]
+            self.turn += 1
+            waiting = self.pending.get(site)
+            if waiting:
+                self.taken += 1
+                # The start pages in order, then a random draw.
+                index = 0 if self.taken <= self.starts else self.random.randrange(len(waiting))
+                return waiting.pop(index)
+        return None
+
+    def failed(self) -> None:
+        """A page handed out did not make it into the sample: another may take its place."""
+        self.taken -= 1
+
+
 class TopicBuilder:
     """Builds the :class:`Topic` when the crawl opens, off the reactor thread where slow."""
 
-    def __init__(self, crawler: Crawler, arguments: TopicArguments) -> None:
+    def __init__(self, crawler: Crawler, arguments: TopicArguments, seeds: list[str], rules: PageRules) -> None:
         settings = crawler.settings
         check_topic_settings(settings)
         self.crawler = crawler
+        self.settings = settings
         self.arguments = arguments
+        self.seeds = seeds
+        self.rules = rules
         self.backend: str = settings.get("TOPIC_SEGMENTER")
         self.user_dict = settings.get("TOPIC_USER_DICT") or ""
+        self.model: str = settings.get("TOPIC_MODEL")
         self.top_k = get_int(settings, "TOPIC_TOP_K")
         self.max_chars = get_int(settings, "TOPIC_MAX_CHARS")
         self.title_weight = get_float(settings, "TOPIC_TITLE_WEIGHT")
         self.body_weight = get_float(settings, "TOPIC_BODY_WEIGHT")
-        self.sample_text_max_chars = get_int(settings, "EXTRACT_TEXT_MAX_CHARS")
+        self.target_recall = get_float(settings, "TOPIC_TARGET_RECALL")
+        self.background_pages = get_int(settings, "TOPIC_BACKGROUND_PAGES")
+        self.boilerplate_share = get_float(settings, "TOPIC_BOILERPLATE_SHARE")
+        self.explain_terms = get_int(settings, "TOPIC_EXPLAIN_TERMS")
         # Pages are scored in this process only without page-analysis processes.
         self.scores_here = get_int(settings, "PAGE_PROCESSES") == 0
+        self.cache = ResponseCache(rules.strip_trailing_slash)
+        self.spec: TopicSpec | None = None
+        self.in_flight = 0  # background pages being downloaded
 
     async def build(self) -> Topic:
         """Raise :class:`ConfigError` when a sample cannot be read or fetched."""
         keep = read_user_dict(Path(self.user_dict)) if self.user_dict else []
         segmenter = Segmenter(self.backend, keep=keep)
-        if self.arguments.samples or self.scores_here:
+        arguments = self.arguments
+        if arguments.trains or self.scores_here:
             # Otherwise only the page-analysis processes cut text: each loads its own.
             await to_thread(segmenter.load)
-        lexicon = self.arguments.lexicon or await self._train(segmenter)
-        return Topic(lexicon, segmenter, self.title_weight, self.body_weight, self.max_chars)
+        self.spec = await self._spec(segmenter)
+        started = monotonic()
+        topic = await to_thread(build_topic, self.spec, segmenter, self.max_chars, self.explain_terms)
+        self._count("topic/train_seconds", round(monotonic() - started, 3))
+        logger.info("Topic (%s, %s): threshold %.4f; the heaviest terms %s", topic.kind, self._origin(),
+                    topic.threshold, ", ".join(term for term, _ in topic.top_terms(10)))
+        return topic
 
-    async def _train(self, segmenter: Segmenter) -> Lexicon:
-        samples = self.arguments.samples
-        results = await maybe_deferred_to_future(
-            DeferredList([deferred_from_coro(self._sample_text(source)) for source in samples], consumeErrors=True)
-        )
-        texts: list[str] = []
-        for source, (ok, value) in zip(samples, results, strict=True):
-            if not ok:
-                raise ConfigError(f"training sample {source} could not be read: {value.getErrorMessage()}")
-            texts.append(value)
-        documents = await to_thread(lambda: [segmenter.terms(text) for text in texts])
-        for source, document in zip(samples, documents, strict=True):
-            if not document:
+    def _origin(self) -> str:
+        spec = self.spec
+        if spec is None or spec.keywords:
+            return "keywords"
+        return (f"{len(spec.samples)} samples, {len(spec.negatives)} negatives, "
+                f"{len(spec.background)} background pages")
+
+    async def _spec(self, segmenter: Segmenter) -> TopicSpec:
+        arguments = self.arguments
+        saved = arguments.saved.spec if arguments.saved is not None else None
+        if saved is not None and not arguments.trains:
+            return saved
+        # Samples and negatives first: one that cannot be read ends the crawl at once.
+        samples = await self._pages(arguments.samples, "training sample")
+        negatives = await self._pages(arguments.negatives, "negative")
+        labelled = await to_thread(read_labels, self.settings, arguments) if arguments.labels else []
+        # A sample is not background too.
+        excluded = {canonical_url(page.url) for page in samples + negatives if page.site} | {page.url for page in labelled}
+        background = [] if saved is not None else await self._sample_background(excluded)
+        templates = saved.templates if saved is not None else learn_templates(
+            ((page.site, page.blocks) for page in background), self.boilerplate_share)
+        self._count("topic/template_blocks", len(templates))
+        if arguments.keywords is not None:
+            return TopicSpec("lexicon", lexicon=arguments.keywords, templates=templates,
+                             title_weight=self.title_weight, body_weight=self.body_weight)
+
+        def docs(pages: list[SampledPage]) -> list[Doc]:
+            return [read_doc(segmenter, page.title, templates.content(page.site, page.blocks), self.max_chars)
+                    for page in pages]
+
+        def labelled_docs(relevant: bool) -> list[Doc]:
+            # Stored pages keep their text, not its blocks: the template comes out of it as text.
+            return [read_doc(segmenter, page.title, [templates.text_content(site_of(page.url), page.text)], self.max_chars)
+                    for page in labelled if page.relevant is relevant]
+
+        sample_docs, negative_docs, background_docs, labelled_yes, labelled_no = await to_thread(lambda: (
+            docs(samples), docs(negatives), docs(background), labelled_docs(True), labelled_docs(False)))
+        for source, doc in zip(arguments.samples, sample_docs, strict=True):
+            if not (doc.title or doc.body):
                 raise ConfigError(f"training sample {source} holds no words to learn from")
-        lexicon = train_lexicon(documents, self.top_k)
-        logger.info("Topic trained from %d samples: %d terms, the heaviest %s",
-                    len(samples), len(lexicon), ", ".join(list(lexicon.weights)[:10]))
-        return lexicon
+        sources = [*arguments.samples, *(page.url for page in labelled if page.relevant)]
+        if saved is not None:
+            return replace(saved, samples=[*saved.samples, *sample_docs, *labelled_yes],
+                           sources=[*saved.sources, *sources], negatives=[*saved.negatives, *negative_docs, *labelled_no])
+        if not sample_docs and not labelled_yes:
+            raise ConfigError("nothing to learn the topic from: no sample, and no page labelled relevant")
+        return TopicSpec(self.model, samples=[*sample_docs, *labelled_yes], sources=sources,
+                         negatives=[*negative_docs, *labelled_no], background=background_docs, templates=templates,
+                         title_weight=self.title_weight, body_weight=self.body_weight, top_k=self.top_k,
+                         target_recall=self.target_recall)
 
-    async def _sample_text(self, source: str) -> str:
+    async def _pages(self, sources: list[str], what: str) -> list[SampledPage]:
+        results = await maybe_deferred_to_future(
+            DeferredList([deferred_from_coro(self._read_page(source)) for source in sources], consumeErrors=True)
+        )
+        pages: list[SampledPage] = []
+        for source, (ok, value) in zip(sources, results, strict=True):
+            if not ok:
+                raise ConfigError(f"{what} {source} could not be read: {value.getErrorMessage()}")
+            pages.append(value)
+        return pages
+
+    async def _read_page(self, source: str) -> SampledPage:
         if source.startswith(("http://", "https://")):
             response = await self._download(source)
+            if response.url == source:
+                self.cache.put(response)  # the crawl may ask for it too
         else:
             response = await to_thread(_file_response, Path(source))
         # Parsing a page of up to DOWNLOAD_MAXSIZE is no work for the reactor thread.
-        title, text = await to_thread(page_words, response)
-        if not (title or text).strip():
+        title, blocks = await to_thread(page_blocks, response)
+        if not (title.strip() or any(blocks)):
             raise ValueError("it holds no text")
-        return f"{title}\n{text[: self.sample_text_max_chars]}"
+        return SampledPage(source, site_of(source) if "://" in source else "", title, blocks)
 
     async def _download(self, url: str) -> Response:
         assert self.crawler.engine is not None
@@ -192,3 +464,71 @@ class TopicBuilder:
         if not 200 <= response.status < 300:
             raise ValueError(f"HTTP {response.status}")
         return response
+
+    def _start_urls(self) -> list[str]:
+        """The seeds; without them (topic-train), the home pages of the http(s) samples'
+        and negatives' hosts."""
+        if self.seeds:
+            return self.seeds
+        homes = (urljoin(source, "/") for source in [*self.arguments.samples, *self.arguments.negatives]
+                 if source.startswith(("http://", "https://")))
+        return list(dict.fromkeys(homes))
+
+    async def _sample_background(self, excluded: set[str]) -> list[SampledPage]:
+        """Pages of the crawl's sites, but for those in ``excluded`` (canonical URLs)."""
+        start = self._start_urls()
+        if not start or self.background_pages == 0:
+            return []
+        started = monotonic()
+        sampler = BackgroundSampler(start, self.rules.max_depth, self.background_pages, self.rules.strip_trailing_slash,
+                                    excluded)
+        rules = replace(self.rules, topic=None, search_index=False, keep_blocks=True, follow_all=True)
+        pages: list[SampledPage] = []
+        tasks = [deferred_from_coro(self._sampling_task(sampler, rules, pages)) for _ in range(SAMPLE_CONCURRENCY)]
+        await maybe_deferred_to_future(DeferredList(tasks, fireOnOneErrback=True, consumeErrors=True))
+        seconds = monotonic() - started
+        self._count("topic/background_pages", len(pages))
+        self._count("topic/background_seconds", round(seconds, 3))
+        logger.info("Background: %d pages of %d sites sampled in %.1f s", len(pages), len({p.site for p in pages}),
+                    seconds)
+        return pages
+
+    async def _sampling_task(self, sampler: BackgroundSampler, rules: PageRules, pages: list[SampledPage]) -> None:
+        while True:
+            chosen = sampler.next()
+            if chosen is None:
+                if self.in_flight == 0 or sampler.taken >= sampler.limit:
+                    return
+                await sleep(SAMPLE_POLL)
+                continue
+            self.in_flight += 1
+            try:
+                page = await self._sample(chosen[0], chosen[1], sampler, rules)
+            finally:
+                self.in_flight -= 1
+            if page is None:
+                sampler.failed()
+                self._count("topic/background_failed")
+            else:
+                pages.append(page)
+
+    async def _sample(self, url: str, depth: int, sampler: BackgroundSampler, rules: PageRules) -> SampledPage | None:
+        site = site_of(url)
+        try:
+            response = await self._download(url)
+        except Exception as exc:  # noqa: BLE001 - any failure only leaves the page out of the sample
+            logger.debug("Background page %s not sampled: %s", url, exc)
+            return None
+        if not isinstance(response, HtmlResponse):
+            return None
+        page = Page(response.url, response.body, response.encoding, site, depth)  # type: ignore[attr-defined]
+        analysis = await to_thread(analyse_page, page, rules)
+        for link in analysis.links:
+            sampler.add(link.url, depth + 1)
+        if response.url == url:
+            self.cache.put(response)
+        return SampledPage(url, site, analysis.title, analysis.blocks)
+
+    def _count(self, key: str, value: float = 1) -> None:
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value(key, value)

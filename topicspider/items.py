@@ -17,7 +17,8 @@ class PageItem:
     text: str
     emails: list[str] = field(default_factory=list)
     relevance: float | None = None  # the topic score A; None without a topic
-    relevant: bool | None = None  # relevance >= TOPIC_THRESHOLD; not stored
+    relevant: bool | None = None  # relevance >= the topic's threshold; not stored
+    relevance_terms: str | None = None  # the terms that weighed most in the score
     content_type: str = ""
     encoding: str = ""
     content_length: int = 0

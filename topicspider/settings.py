@@ -45,6 +45,8 @@ DOWNLOADER_MIDDLEWARES = {
     "topicspider.middlewares.block.BlockMiddleware": 30,
     # Nothing goes out before the topic is ready (a resumed crawl), samples aside.
     "topicspider.middlewares.topicgate.TopicGateMiddleware": 40,
+    # Pages downloaded to sample the background are not downloaded again.
+    "topicspider.middlewares.background.BackgroundCacheMiddleware": 45,
     # Before robots.txt is fetched for a site we are not crawling.
     "topicspider.middlewares.scope.SiteScopeMiddleware": 50,
     "topicspider.middlewares.robots.RobotsTxtMiddleware": 100,
@@ -100,7 +102,14 @@ STORAGE_RETRY_DELAY = 1.0
 STORAGE_RETRY_MAX_DELAY = 30.0
 STORAGE_SPILL_FILE = "topicspider-spill.jsonl"
 SEARCH_INDEX = True  # index pages for search as they are stored (scrapy search --reindex catches up)
-TOPIC_THRESHOLD = 0.6  # the best mean F1 in bench/bench_topic.py, see README
+# A trained topic: the centroid model, learnt against pages sampled from the seeds'
+# sites ("lexicon": the seed documents' model). See README, "Topic relevance".
+TOPIC_MODEL = "centroid"
+TOPIC_THRESHOLD = ""  # empty: each topic's own, calibrated on its samples (0.6 for keywords)
+TOPIC_TARGET_RECALL = 0.9  # the share of held-out samples a trained topic's threshold keeps
+TOPIC_BACKGROUND_PAGES = 200  # pages of the seeds' sites sampled before scoring starts
+TOPIC_BOILERPLATE_SHARE = 0.8  # a block on this share of a site's sampled pages is its template
+TOPIC_EXPLAIN_TERMS = 5  # terms that weighed most, in the fetch log and the database
 TOPIC_TITLE_WEIGHT = 4.0
 TOPIC_BODY_WEIGHT = 1.0
 TOPIC_TOP_K = 100

@@ -2,8 +2,9 @@
 
 Overrides Scrapy's built-in command through ``COMMANDS_MODULE``. A bad spider argument,
 setting or database gets one line on stderr and exit status 2, before any request. A
-crawl that ends for a reason in the spider's ``FAILED_REASONS`` (a topic that could not
-be built) exits with status 1.
+crawl that ends for a reason in the spider's ``BAD_INPUT_REASONS`` (a training sample or
+negative that could not be read) exits with status 2 too, one in its ``FAILED_REASONS``
+with status 1.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1  # the crawler never started: it has no stats
             return
         reason = crawler.stats.get_value("finish_reason") if crawler.stats is not None else None
-        if reason in getattr(crawler.spidercls, "FAILED_REASONS", frozenset()):
+        if reason in getattr(crawler.spidercls, "BAD_INPUT_REASONS", frozenset()):
+            self.exitcode = 2
+        elif reason in getattr(crawler.spidercls, "FAILED_REASONS", frozenset()):
             self.exitcode = 1
 
     def _preflight(self, spider_name: str, spider_args: dict[str, Any]) -> None:

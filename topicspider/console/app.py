@@ -32,6 +32,7 @@ from topicspider.search.index import emails_found, search
 from topicspider.storage import StorageError, Store, open_store
 from topicspider.storage.crawls import add_controls, crawl_ids, statuses
 from topicspider.storage.dialect import Dialect
+from topicspider.storage.labels import set_label
 from topicspider.urls import is_loopback
 
 T = TypeVar("T")
@@ -259,6 +260,25 @@ def create_app(config: ConsoleConfig) -> Flask:
             results = database(lambda cursor, dialect: search(cursor, dialect, words, PAGE_SIZE, (page - 1) * PAGE_SIZE))
         return render_template("search.html", q=words, results=results, page=page, page_size=PAGE_SIZE)
 
+    @app.post("/pages/<int:page_id>/label")
+    def label_page(page_id: int) -> Any:
+        """Mark a stored page relevant or not, for ``scrapy topic-train -a labels=database``."""
+        choice = request.form.get("label", "")
+        if choice not in LABEL_CHOICES:
+            abort(400, "label must be relevant, irrelevant or clear")
+
+        def mark(cursor: Any, dialect: Dialect) -> bool:
+            cursor.execute(dialect.sql("SELECT 1 FROM pages WHERE id = ?"), (page_id,))
+            if cursor.fetchone() is None:
+                return False
+            set_label(cursor, dialect, page_id, LABEL_CHOICES[choice])
+            return True
+
+        if not database(mark, write=True):
+            abort(404)
+        flash("Label taken back." if choice == "clear" else f"Page marked {choice}.")
+        return redirect(local_path(request.form.get("next", "")) if request.form.get("next") else url_for("search_page"))
+
     @app.get("/emails")
     def emails_page() -> Any:
         contains = request.args.get("q", "").strip()[:200]
@@ -280,6 +300,9 @@ def _authorised(token: str) -> bool:
         return True
     header = request.headers.get("Authorization", "")
     return header.startswith("Bearer ") and hmac.compare_digest(header[7:].encode(), token.encode())
+
+
+LABEL_CHOICES: dict[str, bool | None] = {"relevant": True, "irrelevant": False, "clear": None}
 
 
 def web_link(url: str) -> str:

@@ -9,12 +9,12 @@ Everything it writes goes to ``demo-output/`` in the working directory.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
-from topicspider.settings import TOPIC_THRESHOLD
 from topicspider.localsite import spawn
 from topicspider.runner import crawl_command, project_env
 
@@ -47,13 +47,17 @@ def run_crawl(seed: str) -> int:
 
 def show_results() -> None:
     with sqlite3.connect(OUTPUT / "topicspider.db") as db:
-        pages = db.execute("SELECT depth, url, title, encoding, relevance FROM pages ORDER BY depth, url").fetchall()
+        pages = db.execute("SELECT depth, url, title, encoding, relevance, relevance_terms FROM pages "
+                           "ORDER BY depth, url").fetchall()
         emails = db.execute("SELECT DISTINCT email FROM emails ORDER BY email").fetchall()
-    threshold = TOPIC_THRESHOLD
-    print(f"\nStored pages ({len(pages)}), with their topic relevance (* = relevant, at least {threshold}):")
-    for depth, url, title, encoding, relevance in pages:
+    # The topic's own threshold, as the crawl report gives it.
+    threshold = json.loads((OUTPUT / "stats.json").read_text("utf-8"))["report"]["relevance_threshold"]
+    print(f"\nStored pages ({len(pages)}), with their topic relevance (* = relevant, at least {threshold}) "
+          "and the terms that weighed most:")
+    for depth, url, title, encoding, relevance, terms in pages:
         mark = "*" if relevance >= threshold else " "
-        print(f"  {mark} {relevance:4.2f} [{depth}] {title}  <{url}>  ({encoding})")
+        why = f"  [{terms}]" if terms else ""
+        print(f"  {mark} {relevance:4.2f} [{depth}] {title}  <{url}>  ({encoding}){why}")
     print(f"\nE-mail addresses ({len(emails)}): " + ", ".join(email for (email,) in emails))
     print(f"\nData: {OUTPUT / 'topicspider.db'} (SQLite), fetch log {OUTPUT / 'crawl.log'}, "
           f"report {OUTPUT / 'stats.json'}")

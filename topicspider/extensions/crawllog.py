@@ -1,11 +1,13 @@
 """The seeds' fetch log, with the topic score: one line per downloaded URL,
-``timestamp<TAB>url<TAB>status<TAB>depth<TAB>relevance``.
+``timestamp<TAB>url<TAB>status<TAB>depth<TAB>relevance<TAB>terms``.
 
 Enabled by ``topicspider.extensions.crawllog.CrawlLog`` in ``EXTENSIONS``; writes to
 ``CRAWL_LOG`` (appending; an empty value turns it off). Redirect hops and robots.txt
 fetches are downloads too and get their own lines; ``depth`` is ``-`` for the latter.
 ``relevance`` is the page's topic score, ``-`` when nothing was scored (no topic, an
-error status, a redirect). A page's line is written once the spider has read it, so
+error status, a redirect); ``terms`` the terms that weighed most in it
+(``TOPIC_EXPLAIN_TERMS``), as ``term contribution, ...``, or ``-``. A page's line is
+written once the spider has read it, so
 that irrelevant pages, which are not stored, still show their score here; the line of
 a page that never reaches the spider (a meta refresh) is written when the request it
 turned into is scheduled, else at the end.
@@ -91,7 +93,8 @@ class CrawlLog:
     def _write(self, fields: str, relevance: Relevance | None) -> None:
         if self.file is not None:
             score = "-" if relevance is None else f"{relevance.score:.4f}"
-            self.file.write(f"{fields}\t{score}\n")
+            terms = (relevance.explain() if relevance is not None else "") or "-"
+            self.file.write(f"{fields}\t{score}\t{' '.join(terms.split())}\n")
 
     def close(self) -> None:
         self._flush_pending(0)

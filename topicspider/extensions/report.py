@@ -62,8 +62,8 @@ def summarize(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
 
 
 def topic_summary(stats: dict[str, Any]) -> dict[str, Any]:
-    """Relevant and irrelevant pages, the harvest rate (relevant / scored) and the
-    histogram of scores by lower bound; empty without a topic."""
+    """Relevant and irrelevant pages, the threshold between them, the harvest rate
+    (relevant / scored) and the histogram of scores by lower bound; empty without a topic."""
     scored = stats.get("topic/scored", 0)
     if not scored:
         return {}
@@ -72,6 +72,7 @@ def topic_summary(stats: dict[str, Any]) -> dict[str, Any]:
     return {
         "pages_relevant": relevant,
         "pages_irrelevant": stats.get("topic/irrelevant", 0),
+        "relevance_threshold": stats.get("topic/threshold"),
         "harvest_rate": round(relevant / scored, 4),
         "relevance_histogram": dict(sorted(histogram.items(), key=lambda pair: float(pair[0]))),
     }

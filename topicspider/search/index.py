@@ -27,6 +27,7 @@ from topicspider.search.snippet import Piece, highlight, snippet
 from topicspider.search.terms import document_terms, query_terms
 from topicspider.storage import chunks
 from topicspider.storage.dialect import Dialect
+from topicspider.storage.labels import labels_of
 
 # Okapi BM25's usual constants: term frequency saturation and length normalisation.
 BM25_K1 = 1.2
@@ -46,6 +47,8 @@ class Hit:
     title_pieces: list[Piece]
     snippet: list[Piece]
     emails: list[str] = field(default_factory=list)
+    relevance_terms: str | None = None  # the terms that weighed most in the topic score
+    label: bool | None = None  # relevant or not, as a person labelled it
 
 
 @dataclass
@@ -203,16 +206,18 @@ def _hits(cursor: Any, dialect: Dialect, ranked: list[tuple[int, float]], terms:
         return []
     ids = [page_id for page_id, _ in ranked]
     cursor.execute(dialect.sql(
-        f"SELECT id, url, title, relevance, fetched_at, text FROM pages WHERE id IN ({dialect.marks(len(ids))})"), ids)
+        "SELECT id, url, title, relevance, fetched_at, text, relevance_terms FROM pages "
+        f"WHERE id IN ({dialect.marks(len(ids))})"), ids)
     pages = {int(row[0]): row for row in cursor.fetchall()}
     emails = page_emails(cursor, dialect, ids)
+    labels = labels_of(cursor, dialect, ids)
     hits = []
     for page_id, score in ranked:
         if page_id not in pages:
             continue  # deleted since it was ranked
-        _, url, title, relevance, fetched_at, text = pages[page_id]
+        _, url, title, relevance, fetched_at, text, relevance_terms = pages[page_id]
         hits.append(Hit(page_id, url, title, score, relevance, str(fetched_at), highlight(title, terms),
-                        snippet(text, terms), emails.get(page_id, [])))
+                        snippet(text, terms), emails.get(page_id, []), relevance_terms, labels.get(page_id)))
     return hits
 
 

@@ -1,15 +1,17 @@
 """The ``topic`` spider: breadth-first, same-site crawl from seed URLs, focused on a topic.
 
 ``scrapy crawl topic -a seeds=URL[,URL...]|@file -a depth=N
-[-a topic=WORD[,WORD...]|@file | -a train=URL_OR_PATH[,...]|@file]``. With a topic,
-every page is scored (:mod:`topicspider.topic.score`) and, by default, only a seed or a
-relevant page has its links followed. Each HTML page is read by
+[-a topic=WORD[,WORD...]|@file | -a train=URL_OR_PATH[,...]|@file]
+[-a negatives=URL_OR_PATH[,...]|@file] [-a labels=database|@file]``. With a topic
+(:mod:`topicspider.focus`), every page is scored (:mod:`topicspider.topic.score`) and, by
+default, only a seed or a relevant page has its links followed. Each HTML page is read by
 :func:`topicspider.analysis.analyse_page`, in a worker process of
 :mod:`topicspider.pagepool` (``PAGE_PROCESSES``). Settings it reads: ``URL_STRIP_TRAILING_SLASH``,
 ``EXTRACT_TEXT_MAX_CHARS``, ``ROBOTS_META_OBEY``, ``ROBOTS_REL_NOFOLLOW_OBEY``,
 ``TOPIC_THRESHOLD``, ``TOPIC_FOLLOW_ALL``, ``TOPIC_BEST_FIRST``, ``TOPIC_TRAIN_OUTPUT``
 and those of :mod:`topicspider.focus`. Stats: ``topic/scored``, ``topic/relevant``,
-``topic/irrelevant``, ``topic/histogram/<lower bound>``, ``topic/links_not_followed``,
+``topic/irrelevant``, ``topic/histogram/<lower bound>``, ``topic/threshold``,
+``topic/links_not_followed``,
 ``topic/score_seconds``, ``pages/fetched``, ``pages/not_html``,
 ``links/insite``, ``links/offsite``, ``links/dropped/<reason>``,
 ``robots/meta_noindex``, ``robots/meta_nofollow``, ``robots/rel_nofollow``,
@@ -44,15 +46,17 @@ from twisted.python.failure import Failure
 from topicspider.analysis import Page, PageAnalysis, PageRules
 from topicspider.cluster import GIVE_BACK_META, redis_url
 from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds
-from topicspider.focus import TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments
+from topicspider.focus import (
+    TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments, threshold_setting,
+)
 from topicspider.items import PageItem
 from topicspider.middlewares.robots import RobotsUnreachable
 from topicspider.pagepool import PageLost, PagePool, PagePoolFailed
 from topicspider.reactor_tools import sleep, to_thread
 from topicspider.robots import token_from_settings
 from topicspider.signals import fetch_failed, page_scored
-from topicspider.topic.lexicon import format_lexicon
 from topicspider.topic.score import Relevance, Topic
+from topicspider.topic.topicfile import encode_topic
 from topicspider.urls import BadURL, canonical_url, has_public_suffix, mask_url, request_url, site_of
 
 if TYPE_CHECKING:
@@ -61,9 +65,9 @@ if TYPE_CHECKING:
 
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-HISTOGRAM_STEP = 0.5
+HISTOGRAM_BUCKETS = 10  # over the highest possible score: steps of 0.5 from 0 to 5, of 0.1 up to 1
 SEED_POLL = 0.5  # seconds between looks at the Redis start-URL list
-NOT_SCORED = Relevance(0.0, 0.0, 0.0)
+NOT_SCORED = Relevance(0.0)
 
 
 def is_html(response: Response) -> bool:
@@ -79,13 +83,17 @@ def is_html(response: Response) -> bool:
 class TopicSpider(scrapy.Spider):
     name = "topic"
     #: Finish reasons that make ``scrapy crawl`` exit non-zero.
-    FAILED_REASONS = frozenset({"topic_failed", "start_error", "page_analysis_failed"})
+    FAILED_REASONS = frozenset({"start_error", "page_analysis_failed"})
+    #: Finish reasons of bad input (a training sample or negative that cannot be read):
+    #: exit status 2, as for a bad argument.
+    BAD_INPUT_REASONS = frozenset({"topic_failed"})
 
-    ARGUMENTS = ("seeds", "depth", "topic", "train")
+    ARGUMENTS = ("seeds", "depth", "topic", "train", "negatives", "labels")
 
-    def __init__(self, seeds: str = "", depth: str | int = 3, topic: str = "", train: str = "", **kwargs: Any) -> None:
+    def __init__(self, seeds: str = "", depth: str | int = 3, topic: str = "", train: str = "", negatives: str = "",
+                 labels: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.topic_arguments: TopicArguments = parse_topic_arguments(topic, train)
+        self.topic_arguments: TopicArguments = parse_topic_arguments(topic, train, negatives, labels)
         # Seeds may be left out to train a topic (``scrapy topic-train``) or to join a
         # distributed crawl (``REDIS_URL``); from_crawler checks which.
         self.seed_urls = parse_seeds(seeds) if seeds.strip() else []
@@ -102,6 +110,8 @@ class TopicSpider(scrapy.Spider):
         depth: str | int = 3,
         topic: str = "",
         train: str = "",
+        negatives: str = "",
+        labels: str = "",
         *,
         need_seeds: bool = True,
         settings: BaseSettings | None = None,
@@ -115,12 +125,11 @@ class TopicSpider(scrapy.Spider):
             known = ", ".join(cls.ARGUMENTS)
             raise ConfigError(f"unknown spider argument {unknown[0]!r} (known: {known})")
         joining = settings is not None and bool(redis_url(settings))  # a worker may join without seeds
-        if (need_seeds and not joining) or seeds.strip():
-            parse_seeds(seeds)
+        seed_urls = parse_seeds(seeds) if (need_seeds and not joining) or seeds.strip() else []
         parse_depth(depth)
-        arguments = parse_topic_arguments(topic, train)
+        arguments = parse_topic_arguments(topic, train, negatives, labels)
         if settings is not None:
-            check_topic_arguments(settings, arguments)
+            check_topic_arguments(settings, arguments, seed_urls)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TopicSpider:
@@ -133,7 +142,6 @@ class TopicSpider(scrapy.Spider):
             obey_rel_nofollow=get_bool(settings, "ROBOTS_REL_NOFOLLOW_OBEY"),
             robots_token=token_from_settings(settings),
             max_depth=spider.max_depth,
-            threshold=get_float(settings, "TOPIC_THRESHOLD"),
             follow_all=get_bool(settings, "TOPIC_FOLLOW_ALL"),
             best_first=get_bool(settings, "TOPIC_BEST_FIRST"),
             search_index=get_bool(settings, "SEARCH_INDEX"),
@@ -143,12 +151,15 @@ class TopicSpider(scrapy.Spider):
         crawler.signals.connect(spider._start_pages_without_topic, signal=signals.spider_opened)
         crawler.signals.connect(spider.pages.close, signal=signals.spider_closed)
         spider.train_output = settings.get("TOPIC_TRAIN_OUTPUT") or ""
-        check_topic_arguments(settings, spider.topic_arguments)
+        check_topic_arguments(settings, spider.topic_arguments, spider.seed_urls)
+        spider.threshold_override = threshold_setting(settings)
         spider.cluster = bool(redis_url(settings))
         spider.idle_timeout = get_float(settings, "REDIS_IDLE_TIMEOUT")
         if not spider.seed_urls and not spider.train_output and not spider.cluster:
             raise ConfigError("no seed URLs given: use -a seeds=URL[,URL...] or -a seeds=@file")
-        spider.topic_builder = TopicBuilder(crawler, spider.topic_arguments) if spider.topic_arguments.wanted else None
+        spider.topic_builder = None
+        if spider.topic_arguments.wanted:
+            spider.topic_builder = TopicBuilder(crawler, spider.topic_arguments, spider.seed_urls, spider.rules)
         # Load the Public Suffix List now: loading it at the first e-mail or domain
         # check would stall the reactor for ~70 ms in the middle of the crawl.
         has_public_suffix("example.com")
@@ -227,10 +238,12 @@ class TopicSpider(scrapy.Spider):
         built = False
         try:
             self.topic = await self.topic_builder.build()
+            threshold = self.topic.threshold if self.threshold_override is None else self.threshold_override
+            self.crawler.stats.set_value("topic/threshold", round(threshold, 6))  # type: ignore[union-attr]
             if self.train_output:
-                await to_thread(self._save_lexicon, self.topic, Path(self.train_output))
+                await to_thread(self._save_topic, self.topic, Path(self.train_output))
             else:
-                self.rules = replace(self.rules, topic=self.topic)
+                self.rules = replace(self.rules, topic=self.topic, threshold=threshold)
                 self.pages.start(self.rules)
             built = True
         except (ConfigError, OSError) as exc:
@@ -264,10 +277,12 @@ class TopicSpider(scrapy.Spider):
             else:
                 waiter.callback(None)
 
-    def _save_lexicon(self, topic: Topic, path: Path) -> None:
-        header = [f"topicspider topic, trained from {len(self.topic_arguments.samples)} samples", "term<TAB>weight"]
-        path.write_text(format_lexicon(topic.lexicon, header), encoding="utf-8")
-        self.logger.info("Topic of %d terms written to %s", len(topic.lexicon), path)
+    def _save_topic(self, topic: Topic, path: Path) -> None:
+        assert self.topic_builder is not None and self.topic_builder.spec is not None
+        spec = self.topic_builder.spec
+        path.write_text(encode_topic(spec, topic, self.topic_builder.backend), encoding="utf-8")
+        self.logger.info("Topic (%s, threshold %.4f, %d samples) written to %s", topic.kind, topic.threshold,
+                         len(spec.samples), path)
 
     def _request(self, url: str, site: str, **meta: Any) -> Request:
         return Request(url, callback=self.parse, errback=self.on_error, meta={"site": site, **meta})
@@ -307,6 +322,7 @@ class TopicSpider(scrapy.Spider):
         if analysis.relevance is not None:
             self.crawler.stats.inc_value("topic/score_seconds", analysis.score_seconds)  # type: ignore[union-attr]
             item.relevance = round(analysis.relevance.score, 6)
+            item.relevance_terms = analysis.relevance.explain()
             item.relevant = self._record(analysis.relevance)
         self._scored(response, analysis.relevance)
         if not analysis.noindex:
@@ -327,7 +343,9 @@ class TopicSpider(scrapy.Spider):
         relevant = self.rules.relevant(relevance)
         self._count("topic/scored")
         self._count("topic/relevant" if relevant else "topic/irrelevant")
-        bucket = math.floor(relevance.score / HISTOGRAM_STEP) * HISTOGRAM_STEP
+        assert self.topic is not None
+        step = self.topic.max_score / HISTOGRAM_BUCKETS
+        bucket = math.floor(relevance.score / step) * step
         self._count(f"topic/histogram/{bucket:.1f}")
         return relevant
 

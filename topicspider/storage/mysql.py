@@ -64,7 +64,7 @@ RETRYABLE_CODES = frozenset({
 })
 
 TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -144,16 +144,27 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             KEY crawl_control_by_crawl (crawl, id)
         ) {TABLE_OPTIONS}""",
     ),
+    # The terms that weighed most in a page's topic score, and the relevance labels a
+    # person gave stored pages (topicspider.storage.labels).
+    4: (
+        "ALTER TABLE pages ADD COLUMN relevance_terms VARCHAR(500) NULL AFTER relevance",
+        f"""CREATE TABLE IF NOT EXISTS page_labels (
+            page_id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
+            relevant TINYINT NOT NULL,
+            labelled_at DOUBLE NOT NULL,
+            CONSTRAINT page_labels_page FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE
+        ) {TABLE_OPTIONS}""",
+    ),
 }
 
 UPSERT_PAGE = """
-INSERT INTO pages (url_hash, url, title, depth, http_status, fetched_at, relevance, text,
+INSERT INTO pages (url_hash, url, title, depth, http_status, fetched_at, relevance, relevance_terms, text,
                    content_type, encoding, content_length)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON DUPLICATE KEY UPDATE
     url = VALUES(url), title = VALUES(title), depth = LEAST(depth, VALUES(depth)),
     http_status = VALUES(http_status), fetched_at = VALUES(fetched_at),
-    relevance = VALUES(relevance), text = VALUES(text), content_type = VALUES(content_type),
+    relevance = VALUES(relevance), relevance_terms = VALUES(relevance_terms), text = VALUES(text), content_type = VALUES(content_type),
     encoding = VALUES(encoding), content_length = VALUES(content_length)
 """
 # Every value a parameter, so that pymysql's executemany sends multi-row INSERTs.
@@ -332,7 +343,8 @@ def _utc(iso_time: str) -> datetime:
 def _page_row(page: PageItem) -> tuple[Any, ...]:
     return (
         identity_digest(page.url), page.url, page.title, page.depth, page.http_status, _utc(page.fetched_at),
-        page.relevance, page.text, page.content_type[:255], page.encoding[:64], page.content_length,
+        page.relevance, None if page.relevance_terms is None else page.relevance_terms[:500], page.text,
+        page.content_type[:255], page.encoding[:64], page.content_length,
     )
 
 

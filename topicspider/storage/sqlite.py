@@ -21,7 +21,7 @@ from topicspider.urls import mask_url
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -78,16 +78,26 @@ MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX crawl_control_by_crawl ON crawl_control (crawl, id);
     """,
+    # The terms that weighed most in a page's topic score, and the relevance labels a
+    # person gave stored pages (topicspider.storage.labels).
+    3: """
+    ALTER TABLE pages ADD COLUMN relevance_terms TEXT;
+    CREATE TABLE page_labels (
+        page_id INTEGER PRIMARY KEY REFERENCES pages(id) ON DELETE CASCADE,
+        relevant INTEGER NOT NULL,
+        labelled_at REAL NOT NULL
+    );
+    """,
 }
 
 UPSERT_PAGE = """
-INSERT INTO pages (url, title, depth, http_status, fetched_at, relevance, text,
+INSERT INTO pages (url, title, depth, http_status, fetched_at, relevance, relevance_terms, text,
                    content_type, encoding, content_length)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (url) DO UPDATE SET
     title = excluded.title, depth = MIN(pages.depth, excluded.depth),
     http_status = excluded.http_status, fetched_at = excluded.fetched_at,
-    relevance = excluded.relevance, text = excluded.text,
+    relevance = excluded.relevance, relevance_terms = excluded.relevance_terms, text = excluded.text,
     content_type = excluded.content_type, encoding = excluded.encoding,
     content_length = excluded.content_length
 """
@@ -147,7 +157,7 @@ class SQLiteStore:
         cursor.execute("BEGIN IMMEDIATE")
         try:
             cursor.executemany(UPSERT_PAGE, [
-                (p.url, p.title, p.depth, p.http_status, p.fetched_at, p.relevance, p.text,
+                (p.url, p.title, p.depth, p.http_status, p.fetched_at, p.relevance, p.relevance_terms, p.text,
                  p.content_type, p.encoding, p.content_length)
                 for p in pages
             ])

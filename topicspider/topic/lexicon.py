@@ -1,5 +1,5 @@
-"""A topic as a weighted term list: read from a file, given as keywords, or trained
-from sample pages. No Scrapy dependency.
+"""A topic as a weighted term list (the seed documents' model): parsed from a keyword
+file, given as keywords, or trained from sample pages. No Scrapy dependency.
 
 Training weight of term *t* over *N* sample documents, *t* found in *n* of them::
 
@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 from topicspider.config import ConfigError
 
@@ -78,28 +77,22 @@ def _weight(field: str, source: str, number: int) -> float:
     return weight
 
 
-def read_lexicon(path: Path) -> Lexicon:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read topic file {str(path)!r}: {exc}") from None
-    return parse_lexicon(text, str(path))
-
-
-def train_lexicon(documents: Sequence[Sequence[str]], top_k: int) -> Lexicon:
-    """The ``top_k`` heaviest terms of the segmented sample ``documents`` (formula above)."""
-    documents = [document for document in documents if document]
-    if not documents:
+def train_lexicon(documents: Sequence[Mapping[str, float] | Sequence[str]], top_k: int) -> Lexicon:
+    """The ``top_k`` heaviest terms of the sample ``documents`` (formula above), each
+    its terms in order or their counts."""
+    counted = [document if isinstance(document, Mapping) else Counter(document) for document in documents]
+    counted = [counts for counts in counted if sum(counts.values()) > 0]
+    if not counted:
         raise ConfigError("the training samples hold no words to learn a topic from")
-    total = len(documents)
+    total = len(counted)
     tf_sum: Counter[str] = Counter()
     df: Counter[str] = Counter()
-    for document in documents:
-        counts = Counter(document)
-        length = len(document)
+    for counts in counted:
+        length = sum(counts.values())
         for term, count in counts.items():
-            tf_sum[term] += count / length
-        df.update(counts.keys())
+            if count > 0:
+                tf_sum[term] += count / length
+                df[term] += 1
     floor = 1 / math.log(total + 1)
     weights = {term: (tf_sum[term] / total) / (math.log(total / df[term]) + floor) for term in tf_sum}
     # Ties broken by term, so that the same samples always give the same lexicon.
@@ -107,8 +100,18 @@ def train_lexicon(documents: Sequence[Sequence[str]], top_k: int) -> Lexicon:
     return Lexicon(dict(best))
 
 
-def format_lexicon(lexicon: Lexicon, header: Iterable[str] = ()) -> str:
-    """The topic-file form of ``lexicon``, heaviest term first."""
-    lines = [f"# {line}" for line in header]
-    lines += [f"{term}\t{weight:.6g}" for term, weight in sorted(lexicon.weights.items(), key=lambda pair: (-pair[1], pair[0]))]
-    return "\n".join(lines) + "\n"
+def without_negative_terms(lexicon: Lexicon, positives: Sequence[Mapping[str, float]],
+                           negatives: Sequence[Mapping[str, float]]) -> Lexicon:
+    """``lexicon`` without the terms that take as large a share of the ``negatives``
+    (off-topic pages' counts) as of the ``positives``, on average."""
+    if not negatives:
+        return lexicon
+
+    def mean_share(documents: Sequence[Mapping[str, float]], term: str) -> float:
+        return sum(counts.get(term, 0) / max(sum(counts.values()), 1) for counts in documents) / len(documents)
+
+    kept = {term: weight for term, weight in lexicon.weights.items()
+            if mean_share(negatives, term) < mean_share(positives, term)}
+    if not kept:
+        raise ConfigError("every term of the trained topic is as frequent on the negatives as on the samples")
+    return Lexicon(kept)

@@ -1,67 +1,303 @@
 """Topic relevance of a page, with no Scrapy dependency.
 
-The title's and the body's term-frequency vectors, over the topic's terms only, are
-compared with the topic's weights by cosine: B for the title, C for the body. The
-relevance is ``A = title_weight * B + body_weight * C`` (the seeds' ``A = 4B + C``).
+A page is read as its title and its blocks of text, less the blocks of its site's
+template (:mod:`topicspider.topic.template`). Two kinds of topic score it:
+
+* ``centroid`` (:mod:`topicspider.topic.centroid`), learnt from sample pages against a
+  background: the cosine of the page's TF-IDF vector and the topic's direction, from
+  -1 to 1, a title term counting ``title_weight`` times a body one.
+* ``lexicon``, the seed documents' model: a weighted term list, given as keywords or
+  trained from samples with the seeds' formula (:mod:`topicspider.topic.lexicon`). The
+  title's and the body's counts of the topic's terms are compared with the weights by
+  cosine, B for the title and C for the body, and the relevance is
+  ``A = title_weight * B + body_weight * C`` (the seeds' ``A = 4B + C``), from 0 to 5.
+
+Each topic has its own threshold: a trained one is calibrated on its samples by
+cross-validation (the score ``target_recall`` of them reach when held out); keywords,
+which come with no samples, use :data:`KEYWORD_THRESHOLD`. Each score comes with the
+terms that weighed most in it.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from topicspider.topic.lexicon import Lexicon
+from topicspider.topic import centroid
+from topicspider.topic.lexicon import Lexicon, train_lexicon, without_negative_terms
 from topicspider.topic.segment import Segmenter
+from topicspider.topic.template import SiteTemplates
+
+KINDS = ("centroid", "lexicon")
+# The threshold of a keyword topic: the best of the evaluation's keyword topics (see
+# README, "Evaluation on real sites"); a title holding one of up to a dozen keywords
+# reaches it, and so does a body whose topic-term profile is close to the topic's.
+KEYWORD_THRESHOLD = 0.6
+EXPLAIN_TERMS = 5
 
 
 @dataclass(frozen=True, slots=True)
 class Relevance:
-    score: float  # A
-    title: float  # B
-    body: float  # C
+    score: float
+    terms: tuple[tuple[str, float], ...] = ()  # the terms that weighed most, heaviest first
+
+    def explain(self) -> str:
+        """``term score, term score...``: what the fetch log and the database show."""
+        return ", ".join(f"{term} {weight:.3f}" for term, weight in self.terms)
 
 
-def counts_cosine(counts: Counter[str], lexicon: Lexicon) -> float:
+@dataclass(frozen=True)
+class Doc:
+    """A page's term counts, title and body apart."""
+
+    title: Mapping[str, float]
+    body: Mapping[str, float]
+
+    def weighted(self, title_weight: float, body_weight: float) -> dict[str, float]:
+        counts: dict[str, float] = {term: body_weight * count for term, count in self.body.items()}
+        for term, count in self.title.items():
+            counts[term] = counts.get(term, 0.0) + title_weight * count
+        return counts
+
+    def merged(self) -> Counter[str]:
+        return Counter(self.body) + Counter(self.title)
+
+
+def body_text(blocks: Sequence[str], max_chars: int) -> str:
+    """The first ``max_chars`` of a page's blocks, joined: what a topic reads of its body."""
+    return " ".join(blocks)[:max_chars]
+
+
+def read_doc(segmenter: Segmenter, title: str, blocks: Sequence[str], max_chars: int) -> Doc:
+    """The term counts of the first ``max_chars`` of a page's title and of its blocks."""
+    return Doc(segmenter.term_counts(title[:max_chars]), segmenter.term_counts(body_text(blocks, max_chars)))
+
+
+@dataclass
+class TopicSpec:
+    """What a topic is given as or learnt from: what a topic file keeps."""
+
+    kind: str  # "centroid" or "lexicon"; keywords are a lexicon with no samples
+    lexicon: Lexicon | None = None  # the keywords
+    samples: list[Doc] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # where each sample came from
+    negatives: list[Doc] = field(default_factory=list)
+    background: list[Doc] = field(default_factory=list)
+    templates: SiteTemplates = field(default_factory=SiteTemplates)
+    title_weight: float = 4.0
+    body_weight: float = 1.0
+    top_k: int = 100
+    target_recall: float = 0.9
+
+    @property
+    def keywords(self) -> bool:
+        return self.lexicon is not None
+
+
+def counts_cosine(counts: Mapping[str, float], lexicon: Lexicon) -> float:
     """Cosine of ``counts`` (of the lexicon's terms only) and the lexicon's weights."""
     weights = lexicon.weights
     if not counts:
         return 0.0
     dot = sum(count * weights[term] for term, count in counts.items())
     length = math.sqrt(sum(count * count for count in counts.values()))
-    return dot / (length * lexicon.norm)
+    return dot / (length * lexicon.norm) if length else 0.0
+
+
+def lexicon_contributions(lexicon: Lexicon, title: Mapping[str, float], body: Mapping[str, float],
+                          title_weight: float, body_weight: float) -> Counter[str]:
+    """Each topic term's share of ``A = title_weight * B + body_weight * C``."""
+    weights = lexicon.weights
+    contributions: Counter[str] = Counter()
+    for counts, field_weight in ((title, title_weight), (body, body_weight)):
+        found = {term: count for term, count in counts.items() if term in weights}
+        length = math.sqrt(sum(count * count for count in found.values()))
+        for term, count in found.items():
+            contributions[term] += field_weight * count * weights[term] / (length * lexicon.norm)
+    return contributions
+
+
+def heaviest(contributions: Mapping[str, float], count: int) -> tuple[tuple[str, float], ...]:
+    best = sorted(((term, value) for term, value in contributions.items() if value > 0), key=lambda pair: (-pair[1], pair[0]))
+    return tuple(best[:count])
 
 
 class Topic:
-    """A lexicon and the segmenter that matches page words to it."""
+    """What every kind shares: reading a page's words, less its site's template."""
 
-    def __init__(
-        self,
-        lexicon: Lexicon,
-        segmenter: Segmenter,
-        title_weight: float = 4.0,
-        body_weight: float = 1.0,
-        max_chars: int = 10_000,
-    ) -> None:
-        self.lexicon = lexicon
+    kind = ""
+    threshold = 0.0
+    max_score = 1.0
+
+    def __init__(self, segmenter: Segmenter, templates: SiteTemplates, title_weight: float, body_weight: float,
+                 max_chars: int, explain_terms: int = EXPLAIN_TERMS) -> None:
         self.segmenter = segmenter
+        self.templates = templates
         self.title_weight = title_weight
         self.body_weight = body_weight
         self.max_chars = max_chars
+        self.explain_terms = explain_terms
+
+    def relevance(self, title: str, blocks: Sequence[str], site: str = "") -> Relevance:
+        """The score of a page of ``site`` with this ``title`` and these ``blocks``."""
+        raise NotImplementedError
+
+    def similarity(self, text: str) -> float:
+        """How close a short text (a link's anchor) is to the topic, from 0 to 1."""
+        raise NotImplementedError
+
+    def weights(self) -> Mapping[str, float]:
+        """Each term's weight in the topic."""
+        raise NotImplementedError
+
+    def top_terms(self, count: int) -> list[tuple[str, float]]:
+        """The ``count`` heaviest terms, heaviest first."""
+        return list(heaviest(self.weights(), count))
+
+
+
+class LexiconTopic(Topic):
+    """The seeds' ``A = title_weight * B + body_weight * C`` over a weighted term list."""
+
+    kind = "lexicon"
+
+    def __init__(self, lexicon: Lexicon, segmenter: Segmenter, templates: SiteTemplates | None = None,
+                 title_weight: float = 4.0, body_weight: float = 1.0, max_chars: int = 10_000,
+                 threshold: float = KEYWORD_THRESHOLD, explain_terms: int = EXPLAIN_TERMS) -> None:
+        super().__init__(segmenter, templates or SiteTemplates(), title_weight, body_weight, max_chars, explain_terms)
+        self.lexicon = lexicon
+        self.threshold = threshold
         segmenter.add_words(lexicon.weights)
 
     @property
-    def max_score(self) -> float:
+    def max_score(self) -> float:  # type: ignore[override]
         return self.title_weight + self.body_weight
 
-    def relevance(self, title: str, body: str) -> Relevance:
-        """A, B and C for a page; only the first ``max_chars`` of each text are read."""
-        title_similarity = self.similarity(title)
-        body_similarity = self.similarity(body)
-        score = self.title_weight * title_similarity + self.body_weight * body_similarity
-        return Relevance(score, title_similarity, body_similarity)
+    def relevance(self, title: str, blocks: Sequence[str], site: str = "") -> Relevance:
+        title_counts = self._count(title[: self.max_chars])
+        body_counts = self._count(body_text(self.templates.content(site, blocks), self.max_chars))
+        return self.relevance_of_counts(title_counts, body_counts)
+
+    def relevance_of_counts(self, title: Mapping[str, float], body: Mapping[str, float]) -> Relevance:
+        contributions = lexicon_contributions(self.lexicon, title, body, self.title_weight, self.body_weight)
+        return Relevance(sum(contributions.values()), heaviest(contributions, self.explain_terms))
+
+    def similarity(self, text: str) -> float:
+        return counts_cosine(self._count(text[: self.max_chars]), self.lexicon) if text else 0.0
+
+    def weights(self) -> Mapping[str, float]:
+        return self.lexicon.weights
+
+    def _count(self, text: str) -> Counter[str]:
+        return self.segmenter.count(text, self.lexicon.weights) if text else Counter()
+
+
+class CentroidTopic(Topic):
+    """The cosine of a page's TF-IDF vector and the topic's direction."""
+
+    kind = "centroid"
+
+    def __init__(self, spec: TopicSpec, segmenter: Segmenter, max_chars: int = 10_000,
+                 explain_terms: int = EXPLAIN_TERMS) -> None:
+        super().__init__(segmenter, spec.templates, spec.title_weight, spec.body_weight, max_chars, explain_terms)
+        if not spec.samples:
+            raise ValueError("a centroid topic needs samples")
+        weighted = [[doc.weighted(self.title_weight, self.body_weight) for doc in docs]
+                    for docs in (spec.samples, spec.background, spec.negatives)]
+        self.idf, self.unseen_idf = centroid.inverse_document_frequencies([counts for docs in weighted for counts in docs])
+        positives, unlabelled, negatives = ([self._vector(counts) for counts in docs] for docs in weighted)
+        self.background_kept = 0  # background pages kept as likely negatives
+        self._learn(positives, [*unlabelled, *negatives], spec.target_recall)
+        if unlabelled:
+            kept = centroid.likely_negatives(positives, unlabelled, negatives, self.threshold)
+            self.background_kept = len(kept)
+            self._learn(positives, [*kept, *negatives], spec.target_recall)
+
+    def _learn(self, positives: list[centroid.Vector], background: list[centroid.Vector], target_recall: float) -> None:
+        mean = centroid.mean_vector(background)
+        self.direction = centroid.direction(positives, mean)
+        self.direction_norm = centroid.norm(self.direction)
+        background_scores = [centroid.cosine(self.direction, self.direction_norm, vector) for vector in background]
+        if len(positives) > 1:
+            held_out = centroid.held_out_scores(positives, mean)
+            self.threshold = centroid.calibrated_threshold(held_out, background_scores, target_recall)
+        else:
+            own = centroid.cosine(self.direction, self.direction_norm, positives[0])
+            self.threshold = centroid.single_sample_threshold(own, background_scores)
+
+    def relevance(self, title: str, blocks: Sequence[str], site: str = "") -> Relevance:
+        return self.relevance_of_doc(read_doc(self.segmenter, title, self.templates.content(site, blocks), self.max_chars))
+
+    def relevance_of_doc(self, doc: Doc) -> Relevance:
+        if not self.direction_norm:
+            return Relevance(0.0)
+        # The page's vector, its length and its dot product with the direction in one
+        # pass over its terms (this runs for every page).
+        idf, unseen, direction, log = self.idf, self.unseen_idf, self.direction, math.log
+        dot = squares = 0.0
+        products: dict[str, float] = {}
+        for term, count in doc.weighted(self.title_weight, self.body_weight).items():
+            value = (1 + log(count) if count >= 1 else count) * idf.get(term, unseen)
+            squares += value * value
+            weight = direction.get(term)
+            if weight:
+                dot += weight * value
+                if weight > 0:
+                    products[term] = weight * value
+        if not squares:
+            return Relevance(0.0)
+        scale = 1 / (math.sqrt(squares) * self.direction_norm)
+        return Relevance(dot * scale, tuple((term, product * scale) for term, product in heaviest(products, self.explain_terms)))
 
     def similarity(self, text: str) -> float:
         if not text:
             return 0.0
-        return counts_cosine(self.segmenter.count(text[: self.max_chars], self.lexicon.weights), self.lexicon)
+        vector = self._vector(self.segmenter.term_counts(text[: self.max_chars]))
+        return max(0.0, centroid.cosine(self.direction, self.direction_norm, vector))
+
+    def weights(self) -> Mapping[str, float]:
+        return self.direction
+
+    def _vector(self, counts: Mapping[str, float]) -> centroid.Vector:
+        return centroid.unit_vector(counts, self.idf, self.unseen_idf)
+
+
+def trained_lexicon(samples: Sequence[Doc], negatives: Sequence[Doc], top_k: int) -> Lexicon:
+    merged = [doc.merged() for doc in samples]
+    lexicon = train_lexicon(merged, top_k)
+    return without_negative_terms(lexicon, merged, [doc.merged() for doc in negatives])
+
+
+def build_topic(spec: TopicSpec, segmenter: Segmenter, max_chars: int = 10_000,
+                explain_terms: int = EXPLAIN_TERMS) -> Topic:
+    """The topic ``spec`` describes: trained now when it holds samples."""
+    if spec.lexicon is not None:
+        return LexiconTopic(spec.lexicon, segmenter, spec.templates, spec.title_weight, spec.body_weight, max_chars,
+                            KEYWORD_THRESHOLD, explain_terms)
+    if spec.kind == "centroid":
+        return CentroidTopic(spec, segmenter, max_chars, explain_terms)
+    lexicon = trained_lexicon(spec.samples, spec.negatives, spec.top_k)
+    topic = LexiconTopic(lexicon, segmenter, spec.templates, spec.title_weight, spec.body_weight, max_chars,
+                         KEYWORD_THRESHOLD, explain_terms)
+    topic.threshold = _lexicon_threshold(topic, spec)
+    return topic
+
+
+def _lexicon_threshold(topic: LexiconTopic, spec: TopicSpec) -> float:
+    """Each sample scored by the lexicon learnt from the other folds' samples; the score
+    ``target_recall`` of such pages reach, as for a centroid topic."""
+    samples = spec.samples
+    background = [topic.relevance_of_counts(doc.title, doc.body).score for doc in [*spec.background, *spec.negatives]]
+    if len(samples) < 2:
+        return centroid.single_sample_threshold(topic.relevance_of_counts(samples[0].title, samples[0].body).score,
+                                                background)
+    folds = min(centroid.FOLDS, len(samples))
+    scores = []
+    for fold in range(folds):
+        lexicon = trained_lexicon([doc for index, doc in enumerate(samples) if index % folds != fold],
+                                  spec.negatives, spec.top_k)
+        scores += [sum(lexicon_contributions(lexicon, doc.title, doc.body, topic.title_weight, topic.body_weight).values())
+                   for doc in samples[fold::folds]]
+    return centroid.calibrated_threshold(scores, background, spec.target_recall)

@@ -143,14 +143,21 @@ class Segmenter:
         """Every term of ``text``, in order: what training learns from."""
         return self._terms(self._cut_text(text))
 
+    def term_counts(self, text: str) -> Counter[str]:
+        """How often each term of ``text`` occurs (the terms :meth:`terms` finds), the
+        tokens counted first (in C) and each distinct one checked once."""
+        return self._count_terms(self._loaded().cut(text))
+
     def search_term_counts(self, text: str) -> Counter[str]:
         """How often each term of ``text`` occurs in jieba's search mode: each word, and
         the dictionary words of two or three characters inside it (新闻 inside 新闻网),
-        so that a search for the shorter word finds the longer one. Tokens are counted
-        first (in C) and each distinct one is checked once."""
+        so that a search for the shorter word finds the longer one."""
+        return self._count_terms(self._loaded().cut_for_search(text))
+
+    def _count_terms(self, tokens: list[str]) -> Counter[str]:
         counts: Counter[str] = Counter()
         known = self._token_terms
-        for token, count in Counter(self._loaded().cut_for_search(text)).items():
+        for token, count in Counter(tokens).items():
             terms = known.get(token)
             if terms is None:
                 if len(known) >= TOKEN_CACHE_SIZE:

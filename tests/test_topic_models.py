@@ -1,0 +1,238 @@
+"""Topic models without a crawler: site templates, the centroid model and its
+calibration, the lexicon trained with negatives, explanations and topic files."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.test_extract import parse
+from topicspider.config import ConfigError
+from topicspider.extract import extract_blocks, join_blocks
+from topicspider.focus import BackgroundSampler, ResponseCache
+from topicspider.storage.labels import read_labels_file
+from topicspider.topic import centroid
+from topicspider.topic.lexicon import Lexicon, train_lexicon, without_negative_terms
+from topicspider.topic.score import CentroidTopic, Doc, LexiconTopic, TopicSpec, build_topic
+from topicspider.topic.segment import Segmenter
+from topicspider.topic.template import SiteTemplates, learn_templates
+from topicspider.topic.topicfile import encode_topic, read_topic_file
+
+NAV = "首页 电子表格 文字处理 演示文稿 帮助"
+
+
+@pytest.fixture(scope="module")
+def segmenter() -> Segmenter:
+    segmenter = Segmenter("rjieba")
+    segmenter.load()
+    return segmenter
+
+
+def doc(title: str, body: str) -> Doc:
+    return Doc(Counter(title.split()), Counter(body.split()))
+
+
+def test_blocks_are_the_text_of_block_elements_and_join_into_the_text():
+    root = parse("<body><div>首页 <a>电子表格</a></div><p>He<b>llo</b> world</p><ul><li>a</li><li> </li></ul>"
+                 "<script>x</script>tail</body>")
+    assert extract_blocks(root) == ["首页 电子表格", "Hello world", "a", "tail"]
+    assert join_blocks(extract_blocks(root)) == "首页 电子表格 Hello world a tail"
+
+
+def test_a_template_is_what_most_pages_of_a_site_repeat():
+    pages = [("a.cn", [NAV, f"正文 {i}", "版权所有"]) for i in range(8)]
+    pages += [("a.cn", ["另一种页面", "版权所有"]) for _ in range(2)]
+    pages += [("b.cn", [NAV, "b 的正文"]) for _ in range(2)]  # too few pages to tell
+    templates = learn_templates(pages, share=0.8)
+    assert templates.sites == {"a.cn": frozenset({NAV.lower(), "版权所有"})}
+    assert templates.content("a.cn", [NAV, "正文 1", "版权所有"]) == ["正文 1"]
+    assert templates.content("b.cn", [NAV, "b 的正文"]) == [NAV, "b 的正文"], "another site keeps its blocks"
+    assert templates.content("", [NAV, "本地文件"]) == ["本地文件"], "a local file: every site's template"
+    assert templates.text_content("a.cn", f"{NAV} 正文 版权所有").split() == ["正文"]
+    # With share 0.9 the navigation (on 8 pages of 10) is content.
+    assert learn_templates(pages, share=0.9).sites["a.cn"] == frozenset({"版权所有"})
+
+
+def test_idf_and_unit_vectors():
+    idf, unseen = centroid.inverse_document_frequencies([{"a": 1, "b": 2}, {"a": 1}])
+    assert idf["a"] == pytest.approx(math.log(3 / 3) + 1) and idf["b"] == pytest.approx(math.log(3 / 2) + 1)
+    assert unseen == pytest.approx(math.log(3) + 1)
+    vector = centroid.unit_vector({"a": 1, "b": math.e}, {"a": 1.0, "b": 1.0}, 1.0)
+    assert vector["b"] == pytest.approx(2 * vector["a"]) and centroid.norm(vector) == pytest.approx(1.0)
+    assert centroid.sublinear(0.5) == 0.5 and centroid.sublinear(1) == 1.0
+
+
+def test_recall_threshold_is_the_lower_prediction_bound():
+    scores = [0.5, 0.6, 0.7, 0.4, 0.55]
+    expected = statistics.fmean(scores) - 1.5332 * statistics.stdev(scores) * math.sqrt(1 + 1 / 5)
+    assert centroid.recall_threshold(scores, 0.9) == pytest.approx(expected, abs=1e-3)
+    assert centroid.student_t_quantile(0.9, 9) == pytest.approx(1.383, abs=1e-3)
+    assert centroid.student_t_quantile(0.95, 1) == pytest.approx(6.314, rel=0.15)
+    # Alike samples would ask every page to be as alike: the midpoint to the background caps it.
+    assert centroid.calibrated_threshold([0.8, 0.8], [-0.4], 0.9) == pytest.approx(0.2)
+    assert centroid.single_sample_threshold(0.8, []) == pytest.approx(0.4)
+    assert centroid.single_sample_threshold(0.8, [-0.6, -0.2]) == pytest.approx(0.2)
+
+
+SPREADSHEET = ["单元格 公式 工作表 函数 图表", "工作表 单元格 排序 筛选", "公式 函数 引用 单元格", "图表 数据 工作表 汇总"]
+WORDS = ["段落 页眉 文档 样式 表格", "文档 脚注 目录 样式", "页眉 页脚 段落 文档", "表格 文档 样式 批注"]
+SLIDES = ["幻灯片 动画 放映 母版", "幻灯片 切换 演示 母版", "放映 演示 动画 备注"]
+
+
+def sectioned(texts: list[str], title: str) -> list[Doc]:
+    return [doc(f"{title} {text.split()[0]}", f"{NAV} {text} 版权所有") for text in texts]
+
+
+def test_centroid_weighs_what_sets_the_topic_apart_from_the_background(segmenter):
+    samples = sectioned(SPREADSHEET, "电子表格")
+    background = sectioned(WORDS, "文字处理") + sectioned(SLIDES, "演示文稿") + sectioned(SPREADSHEET[:2], "电子表格")
+    topic = CentroidTopic(TopicSpec("centroid", samples=samples, background=background), segmenter)
+    weights = topic.weights()
+    # The navigation and footer, on every page, weigh next to nothing (a page's vector has
+    # length 1, so a word's share of it varies); the sibling sections' words weigh less than nothing.
+    assert all(abs(weights[term]) < 0.1 * weights["单元格"] for term in ("首页", "帮助", "版权所有"))
+    assert weights["单元格"] > 0 and weights["工作表"] > 0 and weights["文档"] < 0 and weights["幻灯片"] < 0
+    on = topic.relevance_of_doc(doc("电子表格 函数", f"{NAV} 单元格 函数 公式 版权所有"))
+    off = topic.relevance_of_doc(doc("文字处理 样式", f"{NAV} 文档 样式 段落 版权所有"))
+    assert on.score > topic.threshold > off.score
+    assert -1 <= off.score < on.score <= 1
+    weights_shown = [weight for _, weight in on.terms]
+    assert weights_shown == sorted(weights_shown, reverse=True) and on.terms[0][0] in {"函数", "单元格", "公式"}
+    # Two of the background pages are on the topic: taken out of the background as likely negatives.
+    assert topic.background_kept == len(background) - 2
+
+
+def test_a_broad_topic_gets_a_lower_threshold_than_a_tight_one(segmenter):
+    background = sectioned(WORDS, "文字处理") + sectioned(SLIDES, "演示文稿")
+    tight = CentroidTopic(TopicSpec("centroid", samples=sectioned(["单元格 公式 函数"] * 3 + ["单元格 公式 图表"], "电子表格"),
+                                    background=background), segmenter)
+    broad = CentroidTopic(TopicSpec("centroid", samples=sectioned(SPREADSHEET, "电子表格"), background=background),
+                          segmenter)
+    assert tight.threshold > broad.threshold
+
+
+def test_negatives_push_their_terms_down(segmenter):
+    samples = sectioned(SPREADSHEET, "电子表格")
+    plain = CentroidTopic(TopicSpec("centroid", samples=samples, background=sectioned(SLIDES, "演示文稿")), segmenter)
+    with_negatives = CentroidTopic(TopicSpec("centroid", samples=samples, background=sectioned(SLIDES, "演示文稿"),
+                                             negatives=[doc("图表", "图表 数据 图表")]), segmenter)
+    assert with_negatives.weights()["图表"] < plain.weights()["图表"]
+
+
+def test_the_seeds_lexicon_stays_and_drops_terms_the_negatives_share():
+    positives = [Counter("单元格 公式 数据 数据".split()), Counter("单元格 函数 数据".split())]
+    negatives = [Counter("数据 数据 报告".split())]
+    lexicon = train_lexicon(positives, top_k=10)
+    assert "数据" in lexicon.weights
+    assert set(without_negative_terms(lexicon, positives, negatives).weights) == {"单元格", "公式", "函数"}
+    with pytest.raises(ConfigError, match="as frequent on the negatives"):
+        without_negative_terms(Lexicon({"数据": 1.0}), positives, [Counter({"数据": 1})])
+
+
+def test_a_trained_lexicon_is_calibrated_on_its_samples(segmenter):
+    spec = TopicSpec("lexicon", samples=sectioned(SPREADSHEET, "电子表格"), background=sectioned(WORDS, "文字处理"))
+    topic = build_topic(spec, segmenter)
+    assert isinstance(topic, LexiconTopic) and topic.kind == "lexicon"
+    assert 0 < topic.threshold < topic.max_score
+    keywords = build_topic(TopicSpec("lexicon", lexicon=Lexicon({"单元格": 1.0})), segmenter)
+    assert keywords.threshold == 0.6
+
+
+def test_topic_files_keep_what_a_topic_is_learnt_from(segmenter, tmp_path):
+    spec = TopicSpec("centroid", samples=sectioned(SPREADSHEET, "电子表格"), sources=["a", "b", "c", "d"],
+                     background=sectioned(WORDS, "文字处理"), negatives=[doc("图表", "图表")],
+                     templates=SiteTemplates({"a.cn": frozenset({NAV.lower()})}))
+    topic = build_topic(spec, segmenter)
+    path = tmp_path / "topic.json"
+    path.write_text(encode_topic(spec, topic, "rjieba"), "utf-8")
+    read = read_topic_file(path)
+    assert read.segmenter == "rjieba" and read.spec.templates == spec.templates and read.spec.sources == spec.sources
+    again = build_topic(read.spec, segmenter)
+    assert again.threshold == pytest.approx(topic.threshold) and again.weights() == pytest.approx(topic.weights())
+    saved = json.loads(path.read_text("utf-8"))
+    assert saved["kind"] == "centroid" and saved["terms"][0][0] == topic.top_terms(1)[0][0]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"kind": "svm"}, "unknown kind 'svm' (known: centroid, lexicon)"),
+        ({"version": 7}, "has version 7; this topicspider reads version 1"),
+        ({"format": "other"}, "is JSON but not a topicspider topic"),
+        ({"samples": []}, "holds no samples"),
+        ({"title_weight": "heavy"}, "is not a topicspider topic: ValueError"),
+    ],
+)
+def test_bad_topic_files(segmenter, tmp_path, change, message):
+    spec = TopicSpec("centroid", samples=sectioned(SPREADSHEET, "电子表格"), background=sectioned(WORDS, "文字处理"))
+    saved = json.loads(encode_topic(spec, build_topic(spec, segmenter), "rjieba"))
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**saved, **change}), "utf-8")
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_topic_file(path)
+
+
+def test_a_keyword_file_is_a_topic_file_too(tmp_path):
+    path = tmp_path / "keywords.txt"
+    path.write_text("# 电子表格\n单元格 2\n公式\n", "utf-8")
+    read = read_topic_file(path)
+    assert read.segmenter is None and read.spec.lexicon == Lexicon({"单元格": 2.0, "公式": 1.0})
+
+
+def test_background_sampler_takes_the_seeds_then_draws_at_random_in_turn():
+    sampler = BackgroundSampler(["http://a.cn/", "http://b.cn/"], max_depth=2, limit=5, strip_trailing_slash=True,
+                                excluded={"http://a.cn/sample"})
+    assert [sampler.next(), sampler.next()] == [("http://a.cn/", 0), ("http://b.cn/", 0)]
+    assert sampler.next() is None, "nothing pending until links are found"
+    for path in ("x", "y", "z", "sample"):
+        sampler.add(f"http://a.cn/{path}", 1)
+    sampler.add("http://a.cn/x/", 1)  # the same page as /x
+    sampler.add("http://a.cn/deep", 3)  # deeper than the crawl goes
+    drawn = [sampler.next(), sampler.next(), sampler.next()]
+    assert sorted(url for url, _ in drawn) == ["http://a.cn/x", "http://a.cn/y", "http://a.cn/z"]
+    assert sampler.next() is None
+    sampler.failed()
+    sampler.add("http://b.cn/more", 1)
+    assert sampler.next() == ("http://b.cn/more", 1), "a failed page leaves room for another"
+    assert sampler.next() is None
+    again = BackgroundSampler(["http://a.cn/"], 2, 10, True)
+    again.next()
+    for path in "abcdefgh":
+        again.add(f"http://a.cn/{path}", 1)
+    first = [again.next() for _ in range(8)]
+    third = BackgroundSampler(["http://a.cn/"], 2, 10, True)
+    third.next()
+    for path in "abcdefgh":
+        third.add(f"http://a.cn/{path}", 1)
+    assert [third.next() for _ in range(8)] == first, "the same sites give the same sample"
+    assert [url for url, _ in first] != [f"http://a.cn/{path}" for path in "abcdefgh"], "drawn, not in order"
+
+
+def test_response_cache_holds_at_most_its_bytes():
+    from scrapy.http import HtmlResponse
+
+    cache = ResponseCache(strip_trailing_slash=True, max_bytes=10)
+    cache.put(HtmlResponse("http://a.cn/x/", body=b"123456"))
+    cache.put(HtmlResponse("http://a.cn/y", body=b"123456"))  # over the cap: not kept
+    assert cache.take("http://a.cn/y") is None
+    assert cache.take("http://a.cn/x") is not None and cache.size == 0
+    assert cache.take("http://a.cn/x") is None, "served once"
+
+
+def test_labels_files(tmp_path):
+    path = tmp_path / "labels.txt"
+    path.write_text("# labels\nhttp://a.cn/1 relevant\nhttp://a.cn/2\tno\n\nhttp://a.cn/1 -\n", "utf-8")
+    assert read_labels_file(path) == {"http://a.cn/1": False, "http://a.cn/2": False}
+    path.write_text("http://a.cn/1 maybe\n", "utf-8")
+    with pytest.raises(ConfigError, match="expected 'URL relevant|irrelevant'"):
+        read_labels_file(path)
+    path.write_text("# nothing\n", "utf-8")
+    with pytest.raises(ConfigError, match="holds no labels"):
+        read_labels_file(path)
+    with pytest.raises(ConfigError, match="cannot read labels file"):
+        read_labels_file(Path(tmp_path / "missing.txt"))
