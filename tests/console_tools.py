@@ -22,6 +22,17 @@ LISTENING = re.compile(r"topicspider console on (http://\S+/)")
 T = TypeVar("T")
 
 
+def texts_of(driver: Any, selector: str) -> list[str]:
+    """The texts of the elements ``selector`` finds; empty while the page is being
+    replaced (after a form is sent, the old page's elements go stale one by one)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    try:
+        return [str(element.text) for element in driver.find_elements("css selector", selector)]
+    except StaleElementReferenceException:
+        return []
+
+
 @contextmanager
 def running_console(workdir: Path, *options: str, timeout: float = 30) -> Iterator[str]:
     """``scrapy console --port 0 OPTIONS`` in ``workdir``; yields its base URL."""

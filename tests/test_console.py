@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_project
-from tests.console_tools import chromium, running_console, text_of, wait_for
+from tests.console_tools import chromium, running_console, text_of, texts_of, wait_for
 from topicspider.console.app import ConsoleConfig, create_app
 from topicspider.items import PageItem
 from topicspider.localsite import generate_site
@@ -135,8 +135,7 @@ def test_a_crawl_is_started_watched_stopped_resumed_and_searched_in_a_browser(tm
         driver.find_element("id", "q").clear()
         driver.find_element("id", "q").send_keys("Python")
         driver.find_element("id", "search").click()
-        wait_for(lambda: "Python" in [m.text for m in driver.find_elements("css selector", "li.result mark")],
-                 what="English results")
+        wait_for(lambda: "Python" in texts_of(driver, "li.result mark"), what="English results")
 
         driver.get(base + "emails")
         assert "webmaster@example.com" in driver.find_element("id", "emails").text
