@@ -41,7 +41,6 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -89,7 +88,6 @@ class Crawl:
     fetched: list[str]  # crawl pages answered, in order (the background sample's downloads left out)
     threshold: float
     stats: dict[str, object]
-    seconds: float
 
     def relevant(self) -> set[str]:
         return {path for path, score in self.scores.items() if score >= self.threshold}
@@ -130,9 +128,7 @@ def crawl(site: Site, corpus: Corpus, workdir: Path, settings: dict[str, object]
     workdir.mkdir(parents=True)
     seeds = ",".join(site.url + start for start in corpus.starts.values())
     command = crawl_command(seeds, DEPTH, {**FAST, **settings}, **arguments)
-    started = time.monotonic()
     done = subprocess.run(command, cwd=workdir, env=project_env(), capture_output=True, text=True, check=False)
-    seconds = time.monotonic() - started
     if done.returncode != 0:
         raise BenchFailure(f"crawl in {workdir} exited {done.returncode}: {done.stderr[-3000:]}")
     scores: dict[str, float] = {}
@@ -145,7 +141,7 @@ def crawl(site: Site, corpus: Corpus, workdir: Path, settings: dict[str, object]
         if score != "-":
             scores[path_of(url)] = float(score)
     document = json.loads((workdir / "stats.json").read_text("utf-8"))
-    return Crawl(scores, fetched, float(document["report"]["relevance_threshold"]), document["stats"], seconds)
+    return Crawl(scores, fetched, float(document["report"]["relevance_threshold"]), document["stats"])
 
 
 def measure(chosen: set[str], corpus: Corpus, target: str, wanted: set[str], left_out: set[str]) -> Measure:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import random
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from time import monotonic
@@ -261,7 +260,7 @@ class ResponseCache:
         self.strip_trailing_slash = strip_trailing_slash
         self.max_bytes = max_bytes
         self.size = 0
-        self.responses: OrderedDict[str, Response] = OrderedDict()
+        self.responses: dict[str, Response] = {}
 
     def put(self, response: Response) -> None:
         if self.size + len(response.body) > self.max_bytes:

@@ -169,11 +169,8 @@ class LexiconTopic(Topic):
         super().__init__(segmenter, templates or SiteTemplates(), title_weight, body_weight, max_chars, explain_terms)
         self.lexicon = lexicon
         self.threshold = threshold
+        self.max_score = title_weight + body_weight
         segmenter.add_words(lexicon.weights)
-
-    @property
-    def max_score(self) -> float:  # type: ignore[override]
-        return self.title_weight + self.body_weight
 
     def relevance(self, title: str, blocks: Sequence[str], site: str = "") -> Relevance:
         title_counts = self._count(title[: self.max_chars])
