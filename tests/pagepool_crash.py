@@ -1,6 +1,7 @@
 """Run by tests/test_analysis.py: six pages and a seventh whose analysis kills its
 worker process (``kill``), or hangs it (``hang``), or every page killing its worker
-(``always``), read concurrently by a real PagePool; prints what came back as JSON."""
+(``always``), read concurrently by a real PagePool; or (``update``) pages read by two
+workers before and after the pool's rules change; prints what came back as JSON."""
 
 from __future__ import annotations
 
@@ -39,7 +40,14 @@ def always_die(page: Page, rules: PageRules) -> PageAnalysis:
     os._exit(3)
 
 
-FUNCTIONS = {"kill": analyse_or_die, "hang": analyse_or_hang, "always": always_die}
+def analyse_telling_worker(page: Page, rules: PageRules) -> PageAnalysis:
+    time.sleep(0.05)  # long enough for the other worker to take pages too
+    analysis = analyse_page(page, rules)
+    analysis.counts[f"worker/{os.getpid()}"] += 1
+    return analysis
+
+
+FUNCTIONS = {"kill": analyse_or_die, "hang": analyse_or_hang, "always": always_die, "update": analyse_telling_worker}
 
 
 class Stats:
@@ -50,8 +58,36 @@ class Stats:
         self.values[key] += count
 
 
+def some_pages(name: str, count: int) -> list[Page]:
+    return [Page(f"http://www.example.cn/{name}{number}.html", page_html(f"{name} {number}", "x", []).encode(),
+                 "utf-8", "example.cn", 1) for number in range(count)]
+
+
+async def update(pool: Any) -> dict[str, Any]:
+    """Pages sent before an update are read under the old rules, those after under the
+    new ones, by every worker."""
+    before = [asyncio.ensure_future(pool.analyse(page)) for page in some_pages("before", 8)]
+    await pool.update(PageRules(keep_blocks=True))
+    after = [asyncio.ensure_future(pool.analyse(page)) for page in some_pages("after", 16)]
+    before_results, after_results = await asyncio.gather(asyncio.gather(*before), asyncio.gather(*after))
+    return {
+        "before_blocks": [result.blocks for result in before_results],
+        "after_blocks": [result.blocks for result in after_results],
+        "workers_after": sorted({key for result in after_results for key in result.counts if key.startswith("worker/")}),
+    }
+
+
 async def main(mode: str) -> dict[str, Any]:
     from topicspider.pagepool import PageLost, PagePool
+
+    if mode == "update":
+        pool = PagePool(SimpleNamespace(stats=Stats()), 2, TIMEOUT, FUNCTIONS[mode])  # type: ignore[arg-type]
+        pool.start(PageRules())
+        await pool.ready()
+        try:
+            return await update(pool)
+        finally:
+            pool.close()
 
     crawler = SimpleNamespace(stats=Stats())
     pool = PagePool(crawler, 1, TIMEOUT, FUNCTIONS[mode])  # type: ignore[arg-type]

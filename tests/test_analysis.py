@@ -124,6 +124,13 @@ def test_workers_that_always_die_end_the_crawl() -> None:
     assert result["stats"]["pagepool/lost"] == 7, "each page counted"  # type: ignore[index]
 
 
+def test_new_rules_reach_every_worker_and_only_pages_sent_after_them() -> None:
+    result = run_pool("update")
+    assert result["before_blocks"] == [[]] * 8
+    assert result["after_blocks"] == [[f"after {number}", "x"] for number in range(16)]
+    assert len(result["workers_after"]) == 2, "both workers read pages under the new rules"  # type: ignore[arg-type]
+
+
 def test_pages_read_in_worker_processes_and_on_the_reactor_alike(mixed_site, serve, crawl) -> None:  # noqa: F811
     site = serve(mixed_site)
     runs = []

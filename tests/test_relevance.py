@@ -114,6 +114,48 @@ def test_a_trained_topic_tells_sibling_sections_apart(office_site, serve, crawl)
     assert "relevance threshold" in result.stdout
 
 
+def test_page_analysis_processes_read_the_background_then_take_the_topic(office_site, serve, crawl):
+    """The background is read (and its words counted) by the page-analysis processes
+    started with the crawl, which then take the topic learnt from it: the same topic,
+    and the same scores, as with pages read in the crawler's own process."""
+    site = serve(office_site)
+    train = ",".join(f"{site.url}/calc/{n}.html" for n in (2, 5, 8, 11))
+    runs = []
+    for processes in (0, 1):
+        result = crawl(seeds(site), depth=2, train=train, settings={**EVERY_PAGE, "PAGE_PROCESSES": processes})
+        assert result.returncode == 0, result.stderr
+        runs.append((result.report["relevance_threshold"], scores(result.workdir)))
+        (result.workdir / "topicspider.db").unlink()
+    assert runs[0] == runs[1]
+    assert len(runs[0][1]) == 3 * PAGES_PER_SECTION
+
+
+def sampled(workdir: Path) -> list[str]:
+    """The pages fetched before the crawl (samples, background), from the fetch log."""
+    lines = (line.split("\t") for line in (workdir / "crawl.log").read_text("utf-8").splitlines())
+    return sorted(fields[1].split("/", 3)[3] for fields in lines if fields[3] == "-" and "robots" not in fields[1])
+
+
+def test_the_same_site_gives_the_same_background_however_fast_its_pages_come(office_site, serve, crawl):
+    """The background is drawn at random among the links found so far: which links are
+    found first must not depend on which page was downloaded first."""
+    samples = []
+    for slow in ("writer", "calc"):
+        for section in SECTIONS:
+            (office_site / section / "index.html.headers").unlink(missing_ok=True)
+        (office_site / slow / "index.html.headers").write_text("Delay: 0.5\n", "utf-8")
+        site = serve(office_site)
+        result = crawl(seeds(site), depth=2, train=f"{site.url}/calc/2.html",
+                       settings={"TOPIC_BACKGROUND_PAGES": 10, "TOPIC_FOLLOW_ALL": True})
+        assert result.returncode == 0, result.stderr
+        assert result.stats["topic/background_pages"] == 10
+        samples.append(sampled(result.workdir))
+        for name in ("topicspider.db", "crawl.log"):
+            (result.workdir / name).unlink()
+    assert samples[0] == samples[1]
+    assert len(samples[0]) == 11 and {path.split("/")[0] for path in samples[0]} == set(SECTIONS)
+
+
 def test_a_keyword_topic_ignores_the_sites_template(office_site, serve, crawl):
     site = serve(office_site)
     # The sidebar of every page holds two of the keywords.

@@ -18,7 +18,9 @@ from topicspider.focus import BackgroundSampler, ResponseCache
 from topicspider.storage.labels import read_labels_file
 from topicspider.topic import centroid
 from topicspider.topic.lexicon import Lexicon, train_lexicon, without_negative_terms
-from topicspider.topic.score import CentroidTopic, Doc, LexiconTopic, TopicSpec, build_topic
+from topicspider.topic.score import (
+    CentroidTopic, Doc, LexiconTopic, TopicSpec, build_topic, count_page_terms, doc_without_template, read_doc,
+)
 from topicspider.topic.segment import Segmenter
 from topicspider.topic.template import SiteTemplates, learn_templates
 from topicspider.topic.topicfile import encode_topic, read_topic_file
@@ -105,6 +107,48 @@ def test_centroid_weighs_what_sets_the_topic_apart_from_the_background(segmenter
     assert weights_shown == sorted(weights_shown, reverse=True) and on.terms[0][0] in {"函数", "单元格", "公式"}
     # Two of the background pages are on the topic: taken out of the background as likely negatives.
     assert topic.background_kept == len(background) - 2
+
+
+def test_a_page_scores_the_same_read_whole_or_from_its_counts(segmenter):
+    """The crawl scores a page's title and blocks in one pass; training reads a Doc."""
+    samples = sectioned(SPREADSHEET, "电子表格")
+    background = sectioned(WORDS, "文字处理") + sectioned(SLIDES, "演示文稿")
+    templates = SiteTemplates({"a.cn": frozenset({NAV.lower()})})
+    topic = CentroidTopic(TopicSpec("centroid", samples=samples, background=background, templates=templates),
+                          segmenter, max_chars=25)
+    pages = [("电子表格 函数", [NAV, "单元格 函数 公式 Sheet sheet", "版权所有 单元格 图表 排序 筛选 数据透视表"]),
+             ("文字处理", [NAV, "文档 样式 段落 文档"]), ("", [NAV])]
+    for title, blocks in pages:
+        whole = topic.relevance(title, blocks, "a.cn")
+        from_doc = topic.relevance_of_doc(read_doc(segmenter, title, templates.content("a.cn", blocks), 25))
+        assert whole.score == pytest.approx(from_doc.score, abs=1e-12)
+        assert [term for term, _ in whole.terms] == [term for term, _ in from_doc.terms]
+    assert topic.relevance(*pages[0], "a.cn").score > topic.threshold > topic.relevance(*pages[1], "a.cn").score
+
+
+def test_a_doc_from_counts_made_before_the_template_was_known_is_the_doc_of_its_content(segmenter):
+    """Background pages are counted as they are read, template and all; the template's
+    blocks come out of the counts once it is known."""
+    title = "电子表格函数 Functions"
+    blocks = [NAV, "单元格里的公式", "Sheet1 sheet2 数据透视表", "版权所有", "排序和筛选 版权所有", NAV]
+    templates = SiteTemplates({"a.cn": frozenset({NAV.lower(), "版权所有"})})
+    cache: dict[str, Counter[str]] = {}
+    content, template = templates.content("a.cn", blocks), templates.template_blocks("a.cn", blocks)
+    terms = count_page_terms(segmenter, title, blocks, 100)
+    assert terms is not None
+    doc = doc_without_template(segmenter, terms, content, template, cache, 100)
+    assert doc == read_doc(segmenter, title, content, 100)
+    assert doc.body["sheet2"] == 1 and doc.body["版权所有"] == 1 and "首页" not in doc.body
+    assert set(cache) == {NAV, "版权所有"}, "each template block read once"
+    # Content longer than max_chars: where the cut falls is for read_doc to say.
+    fits = len(" ".join(content))
+    assert doc_without_template(segmenter, terms, content, template, cache, fits) == read_doc(
+        segmenter, title, content, fits)
+    assert doc_without_template(segmenter, terms, content, template, cache, fits - 1) is None
+    # A page of over twice max_chars is not counted.
+    text = len(" ".join(blocks))
+    assert count_page_terms(segmenter, title, blocks, (text + 1) // 2) is not None
+    assert count_page_terms(segmenter, title, blocks, text // 2 - 1) is None
 
 
 def test_a_broad_topic_gets_a_lower_threshold_than_a_tight_one(segmenter):
@@ -196,7 +240,7 @@ def test_background_sampler_takes_the_seeds_then_draws_at_random_in_turn():
     drawn = [sampler.next(), sampler.next(), sampler.next()]
     assert sorted(url for url, _ in drawn) == ["http://a.cn/x", "http://a.cn/y", "http://a.cn/z"]
     assert sampler.next() is None
-    sampler.failed()
+    sampler.failed("http://a.cn/x")
     sampler.add("http://b.cn/more", 1)
     assert sampler.next() == ("http://b.cn/more", 1), "a failed page leaves room for another"
     assert sampler.next() is None
@@ -211,6 +255,24 @@ def test_background_sampler_takes_the_seeds_then_draws_at_random_in_turn():
         third.add(f"http://a.cn/{path}", 1)
     assert [third.next() for _ in range(8)] == first, "the same sites give the same sample"
     assert [url for url, _ in first] != [f"http://a.cn/{path}" for path in "abcdefgh"], "drawn, not in order"
+
+
+def test_background_sampler_gives_up_a_site_whose_host_does_not_answer():
+    sampler = BackgroundSampler(["http://a.cn/", "http://b.cn/"], max_depth=2, limit=100, strip_trailing_slash=True)
+    assert sampler.next_batch(16) == [("http://a.cn/", 0), ("http://b.cn/", 0)]
+    for number in range(5):
+        sampler.add(f"http://a.cn/{number}", 1)
+        sampler.add(f"http://b.cn/{number}", 1)
+    batch = sampler.next_batch(6)
+    assert sorted({url.split("/")[2] for url, _ in batch}) == ["a.cn", "b.cn"], "the sites taken in turn"
+    for url, _ in batch:
+        if "b.cn" in url:
+            sampler.failed(url, unreachable=True)
+    sampler.failed("http://a.cn/0")  # an HTTP error: the host answered
+    sampler.add("http://b.cn/later", 1)
+    rest = sampler.next_batch(16)
+    assert rest and all("a.cn" in url for url, _ in rest), rest
+    assert sampler.next_batch(16) == []
 
 
 def test_response_cache_holds_at_most_its_bytes():

@@ -20,7 +20,8 @@ from topicspider.extract import (
 )
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
 from topicspider.search.terms import document_terms
-from topicspider.topic.score import Relevance, Topic
+from topicspider.topic.score import PageTerms, Relevance, Topic, count_page_terms
+from topicspider.topic.segment import Segmenter
 from topicspider.urls import BadURL, canonical_url, non_page_reason, request_url, site_of
 
 TITLE_MAX_CHARS = 1000
@@ -48,6 +49,9 @@ class PageRules:
     search_index: bool = True  # work out the search index terms of pages that will be stored
     store_all: bool = False  # TOPIC_STORE_ALL: irrelevant pages are stored too
     keep_blocks: bool = False  # return the page's blocks of text (background sampling)
+    # Count the page's terms with it and at most so many characters (background sampling
+    # for a trained topic: the counts are ready when the site's template is known).
+    count_terms: tuple[Segmenter, int] | None = None
 
     def relevant(self, relevance: Relevance) -> bool:
         return relevance.score >= self.threshold
@@ -87,6 +91,7 @@ class PageAnalysis:
     score_seconds: float = 0.0
     search_terms: dict[str, int] | None = None  # None when the page will not be stored
     blocks: list[str] = field(default_factory=list)  # only with PageRules.keep_blocks
+    terms: PageTerms | None = None  # only with PageRules.count_terms, for a page not too long
 
 
 def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
@@ -104,6 +109,9 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
     analysis = PageAnalysis(title, body_text, extract_emails(root, full_text), NOINDEX in directives, None, None, [], counts)
     if rules.keep_blocks:
         analysis.blocks = blocks
+    if rules.count_terms is not None:
+        segmenter, max_chars = rules.count_terms
+        analysis.terms = count_page_terms(segmenter, title, blocks, max_chars)
     if rules.topic is not None:
         started = perf_counter()
         analysis.relevance = rules.topic.relevance(title, blocks, page.site)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import random
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from time import monotonic
@@ -40,13 +41,14 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet.defer import DeferredList
+from twisted.internet.defer import DeferredList, FirstError
 
-from topicspider.analysis import Page, PageRules, analyse_page
+from topicspider.analysis import Page, PageAnalysis, PageRules
 from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_list
 from topicspider.encoding import better_encoding
 from topicspider.extract import extract_blocks, extract_title, html_root
-from topicspider.reactor_tools import sleep, to_thread
+from topicspider.pagepool import PagePoolFailed
+from topicspider.reactor_tools import to_thread
 from topicspider.storage import open_store
 from topicspider.storage.labels import (
     LABELS_FROM_DATABASE,
@@ -56,13 +58,17 @@ from topicspider.storage.labels import (
     read_labels_file,
 )
 from topicspider.topic.lexicon import Lexicon, keywords_lexicon
-from topicspider.topic.score import KINDS, Doc, Topic, TopicSpec, build_topic, read_doc
+from topicspider.topic.score import (
+    KINDS, Doc, PageTerms, Topic, TopicSpec, build_topic, doc_without_template, read_doc,
+)
 from topicspider.topic.segment import Segmenter, check_segmenter_name, read_user_dict
 from topicspider.topic.template import learn_templates
 from topicspider.topic.topicfile import TopicFile, read_topic_file
 from topicspider.urls import BadURL, canonical_url, request_url, site_of
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
@@ -74,9 +80,16 @@ HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".shtml"})
 CACHE_MAX_BYTES = 64 * 1024 * 1024
 # The same sites give the same sample, run after run.
 SAMPLE_SEED = 20_261_202
-# Downloads in flight while sampling; the downloader still keeps each host's delay.
+# Pages downloaded at once in each round of sampling; the downloader still keeps each
+# host's delay.
 SAMPLE_CONCURRENCY = 16
-SAMPLE_POLL = 0.05  # seconds a sampling task waits for links when none are pending
+# Seconds a background page may take (at most DOWNLOAD_TIMEOUT): a round waits for its
+# slowest page.
+SAMPLE_TIMEOUT = 30.0
+# A site whose host did not answer so many sampled pages is sampled no more.
+SAMPLE_UNREACHABLE_LIMIT = 3
+# The links of a page whose host did not answer.
+UNREACHABLE: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -283,6 +296,7 @@ class SampledPage:
     site: str
     title: str
     blocks: list[str]
+    terms: PageTerms | None = None  # counted as the page was read
 
 
 class BackgroundSampler:
@@ -299,6 +313,7 @@ class BackgroundSampler:
         self.random = random.Random(SAMPLE_SEED)
         self.pending: dict[str, list[tuple[str, int]]] = {}
         self.seen: set[str] = set(excluded)
+        self.unreachable: Counter[str] = Counter()  # site -> sampled pages its host did not answer
         self.starts = 0
         for url in start_urls:
             self.add(url, 0)
@@ -309,10 +324,11 @@ class BackgroundSampler:
 
     def add(self, url: str, depth: int) -> None:
         key = canonical_url(url, self.strip_trailing_slash)
-        if key in self.seen or depth > self.max_depth:
+        site = site_of(url)
+        if key in self.seen or depth > self.max_depth or self.unreachable[site] >= SAMPLE_UNREACHABLE_LIMIT:
             return
         self.seen.add(key)
-        self.pending.setdefault(site_of(url), []).append((url, depth))
+        self.pending.setdefault(site, []).append((url, depth))
 
     def next(self) -> tuple[str, int] | None:
         """The next page to download, or None when none is pending now."""
@@ -329,15 +345,34 @@ class BackgroundSampler:
                 return waiting.pop(index)
         return None
 
-    def failed(self) -> None:
-        """A page handed out did not make it into the sample: another may take its place."""
+    def next_batch(self, size: int) -> list[tuple[str, int]]:
+        """Up to ``size`` pages to download now."""
+        batch: list[tuple[str, int]] = []
+        while len(batch) < size and (chosen := self.next()) is not None:
+            batch.append(chosen)
+        return batch
+
+    def failed(self, url: str, unreachable: bool = False) -> None:
+        """A page handed out did not make it into the sample: another may take its place.
+        ``unreachable``: its host did not answer; after :data:`SAMPLE_UNREACHABLE_LIMIT`
+        such pages, its site is sampled no more."""
         self.taken -= 1
+        if unreachable:
+            site = site_of(url)
+            self.unreachable[site] += 1
+            if self.unreachable[site] == SAMPLE_UNREACHABLE_LIMIT:
+                self.pending.pop(site, None)
+                logger.warning("Background: %s did not answer %d pages; sampling it no more", site,
+                               SAMPLE_UNREACHABLE_LIMIT)
 
 
 class TopicBuilder:
     """Builds the :class:`Topic` when the crawl opens, off the reactor thread where slow."""
 
-    def __init__(self, crawler: Crawler, arguments: TopicArguments, seeds: list[str], rules: PageRules) -> None:
+    def __init__(self, crawler: Crawler, arguments: TopicArguments, seeds: list[str], rules: PageRules,
+                 analyse: Callable[[Page], Awaitable[PageAnalysis]]) -> None:
+        """``analyse`` reads a background page under :attr:`sampling_rules`: the crawl's
+        page-analysis processes, started with them while the topic is learnt."""
         settings = crawler.settings
         check_topic_settings(settings)
         self.crawler = crawler
@@ -345,8 +380,7 @@ class TopicBuilder:
         self.arguments = arguments
         self.seeds = seeds
         self.rules = rules
-        self.backend: str = settings.get("TOPIC_SEGMENTER")
-        self.user_dict = settings.get("TOPIC_USER_DICT") or ""
+        self.analyse = analyse
         self.model: str = settings.get("TOPIC_MODEL")
         self.top_k = get_int(settings, "TOPIC_TOP_K")
         self.max_chars = get_int(settings, "TOPIC_MAX_CHARS")
@@ -356,16 +390,22 @@ class TopicBuilder:
         self.background_pages = get_int(settings, "TOPIC_BACKGROUND_PAGES")
         self.boilerplate_share = get_float(settings, "TOPIC_BOILERPLATE_SHARE")
         self.explain_terms = get_int(settings, "TOPIC_EXPLAIN_TERMS")
+        self.backend: str = settings.get("TOPIC_SEGMENTER")
+        user_dict = settings.get("TOPIC_USER_DICT") or ""
+        self.segmenter = Segmenter(self.backend, keep=read_user_dict(Path(user_dict)) if user_dict else [])
+        # Background pages are read for their blocks and all their links, nothing stored;
+        # for a topic to learn, their words are counted in the same pass.
+        learns = arguments.saved is None and arguments.keywords is None
+        self.sampling_rules = replace(rules, topic=None, search_index=False, keep_blocks=True, follow_all=True,
+                                      count_terms=(self.segmenter, self.max_chars) if learns else None)
         # Pages are scored in this process only without page-analysis processes.
         self.scores_here = get_int(settings, "PAGE_PROCESSES") == 0
         self.cache = ResponseCache(rules.strip_trailing_slash)
         self.spec: TopicSpec | None = None
-        self.in_flight = 0  # background pages being downloaded
 
     async def build(self) -> Topic:
         """Raise :class:`ConfigError` when a sample cannot be read or fetched."""
-        keep = read_user_dict(Path(self.user_dict)) if self.user_dict else []
-        segmenter = Segmenter(self.backend, keep=keep)
+        segmenter = self.segmenter
         arguments = self.arguments
         if arguments.trains or self.scores_here:
             # Otherwise only the page-analysis processes cut text: each loads its own.
@@ -404,9 +444,20 @@ class TopicBuilder:
             return TopicSpec("lexicon", lexicon=arguments.keywords, templates=templates,
                              title_weight=self.title_weight, body_weight=self.body_weight)
 
+        block_terms: dict[str, Counter[str]] = {}
+
+        def doc_of(page: SampledPage) -> Doc:
+            content = templates.content(page.site, page.blocks)
+            if page.terms is not None:
+                doc = doc_without_template(segmenter, page.terms, content,
+                                           templates.template_blocks(page.site, page.blocks), block_terms,
+                                           self.max_chars)
+                if doc is not None:
+                    return doc
+            return read_doc(segmenter, page.title, content, self.max_chars)
+
         def docs(pages: list[SampledPage]) -> list[Doc]:
-            return [read_doc(segmenter, page.title, templates.content(page.site, page.blocks), self.max_chars)
-                    for page in pages]
+            return [doc_of(page) for page in pages]
 
         def labelled_docs(relevant: bool) -> list[Doc]:
             # Stored pages keep their text, not its blocks: the template comes out of it as text.
@@ -453,9 +504,12 @@ class TopicBuilder:
             raise ValueError("it holds no text")
         return SampledPage(source, site_of(source) if "://" in source else "", title, blocks)
 
-    async def _download(self, url: str) -> Response:
+    async def _download(self, url: str, timeout: float | None = None) -> Response:
         assert self.crawler.engine is not None
-        request = Request(url, meta={"site": site_of(url)}, dont_filter=True)
+        meta: dict[str, object] = {"site": site_of(url)}
+        if timeout is not None:
+            meta["download_timeout"] = min(timeout, get_float(self.settings, "DOWNLOAD_TIMEOUT"))
+        request = Request(url, meta=meta, dont_filter=True)
         try:
             response = await self.crawler.engine.download_async(request)
         except IgnoreRequest as exc:
@@ -481,10 +535,24 @@ class TopicBuilder:
         started = monotonic()
         sampler = BackgroundSampler(start, self.rules.max_depth, self.background_pages, self.rules.strip_trailing_slash,
                                     excluded)
-        rules = replace(self.rules, topic=None, search_index=False, keep_blocks=True, follow_all=True)
         pages: list[SampledPage] = []
-        tasks = [deferred_from_coro(self._sampling_task(sampler, rules, pages)) for _ in range(SAMPLE_CONCURRENCY)]
-        await maybe_deferred_to_future(DeferredList(tasks, fireOnOneErrback=True, consumeErrors=True))
+        # In rounds, the links found added in the round's order, not as downloads end: the
+        # same sites give the same sample, however fast each page comes.
+        while batch := sampler.next_batch(SAMPLE_CONCURRENCY):
+            try:
+                results = await maybe_deferred_to_future(DeferredList(
+                    [deferred_from_coro(self._sample(url, depth)) for url, depth in batch],
+                    fireOnOneErrback=True, consumeErrors=True))
+            except FirstError as error:  # PagePoolFailed: the crawl cannot go on
+                raise error.subFailure.value from None
+            for (url, depth), (_, (page, links)) in zip(batch, results, strict=True):
+                if page is None:
+                    sampler.failed(url, unreachable=links is UNREACHABLE)
+                    self._count("topic/background_failed")
+                    continue
+                pages.append(page)
+                for link in links:
+                    sampler.add(link, depth + 1)
         seconds = monotonic() - started
         self._count("topic/background_pages", len(pages))
         self._count("topic/background_seconds", round(seconds, 3))
@@ -492,41 +560,32 @@ class TopicBuilder:
                     seconds)
         return pages
 
-    async def _sampling_task(self, sampler: BackgroundSampler, rules: PageRules, pages: list[SampledPage]) -> None:
-        while True:
-            chosen = sampler.next()
-            if chosen is None:
-                if self.in_flight == 0 or sampler.taken >= sampler.limit:
-                    return
-                await sleep(SAMPLE_POLL)
-                continue
-            self.in_flight += 1
-            try:
-                page = await self._sample(chosen[0], chosen[1], sampler, rules)
-            finally:
-                self.in_flight -= 1
-            if page is None:
-                sampler.failed()
-                self._count("topic/background_failed")
-            else:
-                pages.append(page)
-
-    async def _sample(self, url: str, depth: int, sampler: BackgroundSampler, rules: PageRules) -> SampledPage | None:
+    async def _sample(self, url: str, depth: int) -> tuple[SampledPage | None, list[str]]:
+        """The page for the sample (None if it cannot be had, with :data:`UNREACHABLE`
+        for links when its host did not answer) and its links."""
         site = site_of(url)
         try:
-            response = await self._download(url)
-        except Exception as exc:  # noqa: BLE001 - any failure only leaves the page out of the sample
+            response = await self._download(url, SAMPLE_TIMEOUT)
+        except ValueError as exc:  # an HTTP error status, or refused by robots.txt
             logger.debug("Background page %s not sampled: %s", url, exc)
-            return None
+            return None, []
+        except Exception as exc:  # noqa: BLE001 - a timeout, a connection or DNS failure
+            logger.debug("Background page %s not sampled: %s", url, exc)
+            return None, UNREACHABLE
         if not isinstance(response, HtmlResponse):
-            return None
+            return None, []
         page = Page(response.url, response.body, response.encoding, site, depth)  # type: ignore[attr-defined]
-        analysis = await to_thread(analyse_page, page, rules)
-        for link in analysis.links:
-            sampler.add(link.url, depth + 1)
+        try:
+            analysis = await self.analyse(page)
+        except PagePoolFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - PageLost, or a bug on one page: not a reason to stop
+            logger.warning("Background page %s not sampled: %s", url, exc)
+            return None, []
         if response.url == url:
             self.cache.put(response)
-        return SampledPage(url, site, analysis.title, analysis.blocks)
+        links = [link.url for link in analysis.links]
+        return SampledPage(url, site, analysis.title, analysis.blocks, analysis.terms), links
 
     def _count(self, key: str, value: float = 1) -> None:
         assert self.crawler.stats is not None

@@ -16,12 +16,19 @@ one process of their own, so that a page that kills or hangs a worker there is t
 culprit: it is given up and counted (``pagepool/lost``), the others are read. After
 :data:`MAX_DEATHS_IN_A_ROW` restarts with no page read in between (a worker that
 cannot start, memory exhausted), :class:`PagePoolFailed` ends the crawl.
+
+The rules can change once the workers run (:meth:`PagePool.update`): a topic learnt
+from pages the workers read for it. Each set of rules has a version; a page goes with
+the version it must be read under, and a worker that holds another one sends the page
+back once, to be sent again with those rules: it keeps newer ones, and reads a page
+sent before them under its own.
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
+import pickle
 import signal
 from collections.abc import Callable
 from concurrent.futures import CancelledError, ProcessPoolExecutor
@@ -34,7 +41,7 @@ from twisted.internet.defer import Deferred, DeferredLock
 
 from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page
 from topicspider.config import get_float, get_int
-from topicspider.reactor_tools import deferred_from_future
+from topicspider.reactor_tools import deferred_from_future, to_thread
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -51,7 +58,10 @@ POOL_FAILURES = (BrokenProcessPool, CancelledError, defer.TimeoutError)
 MAX_DEATHS_IN_A_ROW = 5
 
 _worker_rules: PageRules | None = None
+_worker_version = 0
 _worker_analyse: Analyse = analyse_page
+# What a worker answers for a page sent under rules newer than its own, without them.
+STALE_RULES = "stale rules"
 
 
 class PageLost(Exception):
@@ -62,19 +72,40 @@ class PagePoolFailed(PageLost):
     """Page-analysis processes keep dying whatever the page: the crawl cannot go on."""
 
 
-def _init_worker(rules: PageRules, analyse: Analyse) -> None:
-    global _worker_rules, _worker_analyse
+def _init_worker(rules: PageRules, version: int, analyse: Analyse, segmenter: str) -> None:
+    global _worker_analyse
     # Ctrl-C reaches the whole process group; the crawler decides when to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _worker_rules, _worker_analyse = rules, analyse
-    if rules.topic is not None:
-        rules.topic.segmenter.load()
+    _worker_analyse = analyse
+    if segmenter:
+        # Rules that come later with a topic find its dictionary loaded.
+        from topicspider.topic.segment import Segmenter
+
+        Segmenter(segmenter).load()
+    _take_rules(rules, version)
     from topicspider.urls import has_public_suffix
 
     has_public_suffix("example.com")  # loads the Public Suffix List
 
 
-def _analyse_in_worker(page: Page) -> PageAnalysis:
+def _take_rules(rules: PageRules, version: int) -> None:
+    global _worker_rules, _worker_version
+    if rules.topic is not None:
+        rules.topic.segmenter.load()
+    if rules.count_terms is not None:
+        rules.count_terms[0].load()
+    _worker_rules, _worker_version = rules, version
+
+
+def _analyse_in_worker(page: Page, version: int, rules: bytes | None) -> PageAnalysis | str:
+    if version != _worker_version:
+        if rules is None:
+            return STALE_RULES
+        given: PageRules = pickle.loads(rules)  # noqa: S301 - from the crawler process, not the network
+        if version < _worker_version:
+            # A page sent before newer rules reached this worker: read under its own.
+            return _worker_analyse(page, given)
+        _take_rules(given, version)
     assert _worker_rules is not None
     return _worker_analyse(page, _worker_rules)
 
@@ -93,6 +124,10 @@ class PagePool:
         self._in_flight = 0
         self._starting: list[Deferred[Any]] = []
         self.rules: PageRules | None = None
+        self.version = 0  # of the rules
+        self._pickled_rules: bytes | None = None  # the rules, for a worker that holds older ones
+        self.segmenter = ""  # a dictionary the workers load at start
+        self.started = False  # a worker has loaded (or failed to)
         self._executor: ProcessPoolExecutor | None = None
         # Pages whose pool broke, retried one at a time.
         self._quarantine: ProcessPoolExecutor | None = None
@@ -103,12 +138,19 @@ class PagePool:
         settings = crawler.settings
         return cls(crawler, get_int(settings, "PAGE_PROCESSES"), get_float(settings, "PAGE_TIMEOUT"))
 
-    def start(self, rules: PageRules) -> None:
-        """Start the workers; :meth:`ready` waits until they have loaded."""
-        self.rules = rules
+    def start(self, rules: PageRules, segmenter: str = "") -> None:
+        """Start the workers; :meth:`ready` waits until they have loaded. ``segmenter``:
+        the name of a segmenter whose dictionary they load, for a topic that is to come."""
+        self.rules, self.segmenter = rules, segmenter
         if self.processes:
+            self._pickled_rules = pickle.dumps(rules, pickle.HIGHEST_PROTOCOL)
             self._executor = self._new_executor(self.processes)
             self._starting = [deferred_from_future(self._executor.submit(_ready)) for _ in range(self.processes)]
+            self._starting[0].addBoth(self._first_started)
+
+    def _first_started(self, result: object) -> object:
+        self.started = True
+        return result
 
     async def ready(self) -> None:
         """Return once every worker has loaded (its imports and dictionary take about a
@@ -119,12 +161,18 @@ class PagePool:
             _stop_workers(self._executor)
             raise PagePoolFailed(f"the page-analysis processes did not start in {WORKER_START_TIMEOUT:g} s")
 
+    async def update(self, rules: PageRules) -> None:
+        """Read the pages analysed from now on under ``rules``."""
+        pickled = await to_thread(pickle.dumps, rules, pickle.HIGHEST_PROTOCOL) if self.processes else None
+        self.rules, self._pickled_rules = rules, pickled
+        self.version += 1
+
     def _new_executor(self, processes: int) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
             processes,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_init_worker,
-            initargs=(self.rules, self.analyse_function),
+            initargs=(self.rules, self.version, self.analyse_function, self.segmenter),
         )
 
     async def analyse(self, page: Page) -> PageAnalysis:
@@ -140,21 +188,40 @@ class PagePool:
         self._deaths_in_a_row = 0
         return analysis
 
-    async def _submit(self, executor: ProcessPoolExecutor, page: Page, processes: int) -> PageAnalysis:
-        from twisted.internet import reactor
+    async def analyse_without_waiting(self, page: Page) -> PageAnalysis:
+        """:meth:`analyse`, but on a thread of this process until a worker has started
+        (or with none): for pages read while the workers start, before the crawl."""
+        if self.started:
+            return await self.analyse(page)
+        assert self.rules is not None, "PagePool.start() first"
+        return await to_thread(self.analyse_function, page, self.rules)
 
+    async def _submit(self, executor: ProcessPoolExecutor, page: Page, processes: int) -> PageAnalysis:
         # A page waits its turn behind those already submitted: each earns it a timeout.
         allowance = self.timeout * (1 + self._in_flight // processes)
         self._in_flight += 1
-        deferred = deferred_from_future(executor.submit(_analyse_in_worker, page))
-        deferred.addTimeout(allowance, reactor)
+        # The rules when the page came, whatever update comes while it waits.
+        version, pickled = self.version, self._pickled_rules
         try:
-            result: PageAnalysis = await maybe_deferred_to_future(deferred)
+            result: PageAnalysis | str = await self._submit_once(executor, page, version, None, allowance)
+            if isinstance(result, str):  # the worker holds other rules: the page goes again, with these
+                result = await self._submit_once(executor, page, version, pickled, allowance)
+            assert not isinstance(result, str), "a worker given the rules took them"
+            return result
         except defer.TimeoutError:
             _stop_workers(executor)  # the hung worker, and so the pool: its other pages go alone
             raise
         finally:
             self._in_flight -= 1
+
+    @staticmethod
+    async def _submit_once(executor: ProcessPoolExecutor, page: Page, version: int, rules: bytes | None,
+                           timeout: float) -> PageAnalysis | str:
+        from twisted.internet import reactor
+
+        deferred = deferred_from_future(executor.submit(_analyse_in_worker, page, version, rules))
+        deferred.addTimeout(timeout, reactor)
+        result: PageAnalysis | str = await maybe_deferred_to_future(deferred)
         return result
 
     def _replace(self, broken: ProcessPoolExecutor, why: Exception) -> None:

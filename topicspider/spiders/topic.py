@@ -148,7 +148,7 @@ class TopicSpider(scrapy.Spider):
             store_all=get_bool(settings, "TOPIC_STORE_ALL"),
         )
         spider.pages = PagePool.from_crawler(crawler)
-        crawler.signals.connect(spider._start_pages_without_topic, signal=signals.spider_opened)
+        crawler.signals.connect(spider._start_pages, signal=signals.spider_opened)
         crawler.signals.connect(spider.pages.close, signal=signals.spider_closed)
         spider.train_output = settings.get("TOPIC_TRAIN_OUTPUT") or ""
         check_topic_arguments(settings, spider.topic_arguments, spider.seed_urls)
@@ -159,7 +159,8 @@ class TopicSpider(scrapy.Spider):
             raise ConfigError("no seed URLs given: use -a seeds=URL[,URL...] or -a seeds=@file")
         spider.topic_builder = None
         if spider.topic_arguments.wanted:
-            spider.topic_builder = TopicBuilder(crawler, spider.topic_arguments, spider.seed_urls, spider.rules)
+            spider.topic_builder = TopicBuilder(crawler, spider.topic_arguments, spider.seed_urls, spider.rules,
+                                                spider.pages.analyse_without_waiting)
         # Load the Public Suffix List now: loading it at the first e-mail or domain
         # check would stall the reactor for ~70 ms in the middle of the crawl.
         has_public_suffix("example.com")
@@ -244,19 +245,26 @@ class TopicSpider(scrapy.Spider):
                 await to_thread(self._save_topic, self.topic, Path(self.train_output))
             else:
                 self.rules = replace(self.rules, topic=self.topic, threshold=threshold)
-                self.pages.start(self.rules)
+                await self.pages.update(self.rules)
             built = True
         except (ConfigError, OSError) as exc:
             self.logger.error("topicspider: error: %s", exc)
             raise CloseSpider("topic_failed") from None
+        except PagePoolFailed as exc:
+            self.logger.error("topicspider: error: %s", exc)
+            raise CloseSpider("page_analysis_failed") from None
         finally:
             # Whatever happened, requests waiting for the topic must not wait forever.
             self._settle_topic(failed=not built)
 
-    def _start_pages_without_topic(self) -> None:
-        # With a topic, the pool starts once the topic is built (_prepare_topic).
-        if self.topic_builder is None:
+    def _start_pages(self) -> None:
+        builder = self.topic_builder
+        if builder is None:
             self.pages.start(self.rules)
+        else:
+            # The workers start while the topic is learnt, reading its background pages,
+            # and take the topic once it is built (_prepare_topic).
+            self.pages.start(builder.sampling_rules, segmenter=builder.backend)
 
     async def wait_for_topic(self) -> None:
         """Return once the topic is built; raise IgnoreRequest if it could not be."""

@@ -75,6 +75,48 @@ def read_doc(segmenter: Segmenter, title: str, blocks: Sequence[str], max_chars:
     return Doc(segmenter.term_counts(title[:max_chars]), segmenter.term_counts(body_text(blocks, max_chars)))
 
 
+# A page is counted whole while sampled when its text is at most this many times
+# TOPIC_MAX_CHARS: longer, little chance that its content (the text less the site's
+# template) is short enough to be read whole.
+COUNTED_TEXT_FACTOR = 2
+
+
+@dataclass(frozen=True)
+class PageTerms:
+    """A page's term counts, read before its site's template is known: the title's, and
+    the text's (its blocks joined, template included)."""
+
+    title: Counter[str]
+    text: Counter[str]
+
+
+def count_page_terms(segmenter: Segmenter, title: str, blocks: Sequence[str], max_chars: int) -> PageTerms | None:
+    """The page's terms, or None for a page too long to be worth it: its template would
+    have to make up over half of it for the counts to serve (:func:`doc_without_template`)."""
+    text = " ".join(blocks)
+    if len(text) > COUNTED_TEXT_FACTOR * max_chars or len(title) > max_chars:
+        return None
+    return PageTerms(segmenter.term_counts(title), segmenter.term_counts(text))
+
+
+def doc_without_template(segmenter: Segmenter, terms: PageTerms, content: Sequence[str], template: Sequence[str],
+                         block_terms: dict[str, Counter[str]], max_chars: int) -> Doc | None:
+    """What :func:`read_doc` gives for the page's ``content`` blocks, from the counts of
+    its whole text less those of its ``template`` blocks (``block_terms`` caches each
+    block's counts); None when the content is longer than ``max_chars``, since where the
+    cut falls is for :func:`read_doc` to say. Blocks are joined by a space, where a
+    segmenter always ends a word, so counts add up."""
+    if len(" ".join(content)) > max_chars:
+        return None
+    body = Counter(terms.text)
+    for block in template:
+        counts = block_terms.get(block)
+        if counts is None:
+            counts = block_terms[block] = segmenter.term_counts(block)
+        body.subtract(counts)
+    return Doc(terms.title, +body)
+
+
 @dataclass
 class TopicSpec:
     """What a topic is given as or learnt from: what a topic file keeps."""
@@ -216,6 +258,8 @@ class CentroidTopic(Topic):
         mean = centroid.mean_vector(background)
         self.direction = centroid.direction(positives, mean)
         self.direction_norm = centroid.norm(self.direction)
+        # Each known term's IDF and weight, found with one look-up per term of a page.
+        self._term_weights = {term: (idf, self.direction.get(term, 0.0)) for term, idf in self.idf.items()}
         background_scores = [centroid.cosine(self.direction, self.direction_norm, vector) for vector in background]
         if len(positives) > 1:
             held_out = centroid.held_out_scores(positives, mean)
@@ -225,20 +269,27 @@ class CentroidTopic(Topic):
             self.threshold = centroid.single_sample_threshold(own, background_scores)
 
     def relevance(self, title: str, blocks: Sequence[str], site: str = "") -> Relevance:
-        return self.relevance_of_doc(read_doc(self.segmenter, title, self.templates.content(site, blocks), self.max_chars))
+        # What relevance_of_doc(read_doc(...)) gives, with no Doc in between: this runs
+        # for every page.
+        body = body_text(self.templates.content(site, blocks), self.max_chars)
+        texts = ((title[: self.max_chars], self.title_weight), (body, self.body_weight))
+        return self._relevance_of_counts(self.segmenter.weighted_term_counts(texts))
 
     def relevance_of_doc(self, doc: Doc) -> Relevance:
+        return self._relevance_of_counts(doc.weighted(self.title_weight, self.body_weight))
+
+    def _relevance_of_counts(self, counts: Mapping[str, float]) -> Relevance:
         if not self.direction_norm:
             return Relevance(0.0)
         # The page's vector, its length and its dot product with the direction in one
-        # pass over its terms (this runs for every page).
-        idf, unseen, direction, log = self.idf, self.unseen_idf, self.direction, math.log
+        # pass over its terms.
+        terms, unknown, log = self._term_weights, (self.unseen_idf, 0.0), math.log
         dot = squares = 0.0
         products: dict[str, float] = {}
-        for term, count in doc.weighted(self.title_weight, self.body_weight).items():
-            value = (1 + log(count) if count >= 1 else count) * idf.get(term, unseen)
+        for term, count in counts.items():
+            idf, weight = terms.get(term, unknown)
+            value = (1 + log(count) if count >= 1 else count) * idf
             squares += value * value
-            weight = direction.get(term)
             if weight:
                 dot += weight * value
                 if weight > 0:

@@ -42,6 +42,11 @@ class SiteTemplates:
             return list(blocks)
         return [block for block in blocks if block.lower() not in template]
 
+    def template_blocks(self, site: str, blocks: Sequence[str]) -> list[str]:
+        """The blocks of ``blocks`` that are ``site``'s template: what :meth:`content` leaves out."""
+        template = self._template(site)
+        return [block for block in blocks if block.lower() in template] if template else []
+
     def text_content(self, site: str, text: str) -> str:
         """``text`` (blocks joined, as pages are stored) without the template's blocks,
         lower-cased."""
