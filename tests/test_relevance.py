@@ -5,6 +5,7 @@ topics, labels and their bad inputs."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 from collections import Counter
@@ -128,6 +129,25 @@ def test_page_analysis_processes_read_the_background_then_take_the_topic(office_
         (result.workdir / "topicspider.db").unlink()
     assert runs[0] == runs[1]
     assert len(runs[0][1]) == 3 * PAGES_PER_SECTION
+
+
+def test_page_analysis_processes_that_die_while_the_background_is_read_end_the_crawl(office_site, serve, crawl,
+                                                                                    tmp_path, monkeypatch):
+    """The pool's failure, raised among the round's downloads, ends the crawl as such,
+    not as an error in its start."""
+    site = serve(office_site)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if any('spawn_main' in argument for argument in sys.orig_argv):\n"
+        "    os._exit(3)  # a page-analysis process dies as it starts\n", "utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")])))
+    result = crawl(seeds(site), depth=2, train=f"{site.url}/calc/2.html", settings={"PAGE_PROCESSES": 1})
+    assert result.returncode == 1, result.stderr
+    assert result.report["finish_reason"] == "page_analysis_failed"
+    assert "topicspider: error: page-analysis processes died or hung" in result.stderr
+    assert result.report["pages_fetched"] == 0
 
 
 def sampled(workdir: Path) -> list[str]:
