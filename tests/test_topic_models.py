@@ -19,7 +19,14 @@ from topicspider.storage.labels import read_labels_file
 from topicspider.topic import centroid
 from topicspider.topic.lexicon import Lexicon, train_lexicon, without_negative_terms
 from topicspider.topic.score import (
-    CentroidTopic, Doc, LexiconTopic, TopicSpec, build_topic, count_page_terms, doc_without_template, read_doc,
+    CentroidTopic,
+    Doc,
+    LexiconTopic,
+    TopicSpec,
+    build_topic,
+    count_page_terms,
+    doc_without_template,
+    read_doc,
 )
 from topicspider.topic.segment import Segmenter
 from topicspider.topic.template import SiteTemplates, learn_templates
@@ -107,23 +114,6 @@ def test_centroid_weighs_what_sets_the_topic_apart_from_the_background(segmenter
     assert weights_shown == sorted(weights_shown, reverse=True) and on.terms[0][0] in {"函数", "单元格", "公式"}
     # Two of the background pages are on the topic: taken out of the background as likely negatives.
     assert topic.background_kept == len(background) - 2
-
-
-def test_a_page_scores_the_same_read_whole_or_from_its_counts(segmenter):
-    """The crawl scores a page's title and blocks in one pass; training reads a Doc."""
-    samples = sectioned(SPREADSHEET, "电子表格")
-    background = sectioned(WORDS, "文字处理") + sectioned(SLIDES, "演示文稿")
-    templates = SiteTemplates({"a.cn": frozenset({NAV.lower()})})
-    topic = CentroidTopic(TopicSpec("centroid", samples=samples, background=background, templates=templates),
-                          segmenter, max_chars=25)
-    pages = [("电子表格 函数", [NAV, "单元格 函数 公式 Sheet sheet", "版权所有 单元格 图表 排序 筛选 数据透视表"]),
-             ("文字处理", [NAV, "文档 样式 段落 文档"]), ("", [NAV])]
-    for title, blocks in pages:
-        whole = topic.relevance(title, blocks, "a.cn")
-        from_doc = topic.relevance_of_doc(read_doc(segmenter, title, templates.content("a.cn", blocks), 25))
-        assert whole.score == pytest.approx(from_doc.score, abs=1e-12)
-        assert [term for term, _ in whole.terms] == [term for term, _ in from_doc.terms]
-    assert topic.relevance(*pages[0], "a.cn").score > topic.threshold > topic.relevance(*pages[1], "a.cn").score
 
 
 def test_a_doc_from_counts_made_before_the_template_was_known_is_the_doc_of_its_content(segmenter):

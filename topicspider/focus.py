@@ -59,7 +59,14 @@ from topicspider.storage.labels import (
 )
 from topicspider.topic.lexicon import Lexicon, keywords_lexicon
 from topicspider.topic.score import (
-    KINDS, Doc, PageTerms, Topic, TopicSpec, build_topic, doc_without_template, read_doc,
+    KINDS,
+    Doc,
+    PageTerms,
+    Topic,
+    TopicSpec,
+    build_topic,
+    doc_without_template,
+    read_doc,
 )
 from topicspider.topic.segment import Segmenter, check_segmenter_name, read_user_dict
 from topicspider.topic.template import learn_templates
@@ -88,8 +95,6 @@ SAMPLE_CONCURRENCY = 16
 SAMPLE_TIMEOUT = 30.0
 # A site whose host did not answer so many sampled pages is sampled no more.
 SAMPLE_UNREACHABLE_LIMIT = 3
-# The links of a page whose host did not answer.
-UNREACHABLE: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -297,6 +302,15 @@ class SampledPage:
     title: str
     blocks: list[str]
     terms: PageTerms | None = None  # counted as the page was read
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """What sampling one page gave: the page (None if it could not be had) and its links."""
+
+    page: SampledPage | None
+    links: list[str] = field(default_factory=list)
+    unreachable: bool = False  # its host did not answer
 
 
 class BackgroundSampler:
@@ -545,13 +559,13 @@ class TopicBuilder:
                     fireOnOneErrback=True, consumeErrors=True))
             except FirstError as error:  # PagePoolFailed: the crawl cannot go on
                 raise error.subFailure.value from None
-            for (url, depth), (_, (page, links)) in zip(batch, results, strict=True):
-                if page is None:
-                    sampler.failed(url, unreachable=links is UNREACHABLE)
+            for (url, depth), (_, result) in zip(batch, results, strict=True):
+                if result.page is None:
+                    sampler.failed(url, result.unreachable)
                     self._count("topic/background_failed")
                     continue
-                pages.append(page)
-                for link in links:
+                pages.append(result.page)
+                for link in result.links:
                     sampler.add(link, depth + 1)
         seconds = monotonic() - started
         self._count("topic/background_pages", len(pages))
@@ -560,20 +574,18 @@ class TopicBuilder:
                     seconds)
         return pages
 
-    async def _sample(self, url: str, depth: int) -> tuple[SampledPage | None, list[str]]:
-        """The page for the sample (None if it cannot be had, with :data:`UNREACHABLE`
-        for links when its host did not answer) and its links."""
+    async def _sample(self, url: str, depth: int) -> Sampled:
         site = site_of(url)
         try:
             response = await self._download(url, SAMPLE_TIMEOUT)
         except ValueError as exc:  # an HTTP error status, or refused by robots.txt
             logger.debug("Background page %s not sampled: %s", url, exc)
-            return None, []
+            return Sampled(None)
         except Exception as exc:  # noqa: BLE001 - a timeout, a connection or DNS failure
             logger.debug("Background page %s not sampled: %s", url, exc)
-            return None, UNREACHABLE
+            return Sampled(None, unreachable=True)
         if not isinstance(response, HtmlResponse):
-            return None, []
+            return Sampled(None)
         page = Page(response.url, response.body, response.encoding, site, depth)  # type: ignore[attr-defined]
         try:
             analysis = await self.analyse(page)
@@ -581,11 +593,11 @@ class TopicBuilder:
             raise
         except Exception as exc:  # noqa: BLE001 - PageLost, or a bug on one page: not a reason to stop
             logger.warning("Background page %s not sampled: %s", url, exc)
-            return None, []
+            return Sampled(None)
         if response.url == url:
             self.cache.put(response)
-        links = [link.url for link in analysis.links]
-        return SampledPage(url, site, analysis.title, analysis.blocks, analysis.terms), links
+        return Sampled(SampledPage(url, site, analysis.title, analysis.blocks, analysis.terms),
+                       [link.url for link in analysis.links])
 
     def _count(self, key: str, value: float = 1) -> None:
         assert self.crawler.stats is not None

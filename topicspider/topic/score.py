@@ -258,8 +258,6 @@ class CentroidTopic(Topic):
         mean = centroid.mean_vector(background)
         self.direction = centroid.direction(positives, mean)
         self.direction_norm = centroid.norm(self.direction)
-        # Each known term's IDF and weight, found with one look-up per term of a page.
-        self._term_weights = {term: (idf, self.direction.get(term, 0.0)) for term, idf in self.idf.items()}
         background_scores = [centroid.cosine(self.direction, self.direction_norm, vector) for vector in background]
         if len(positives) > 1:
             held_out = centroid.held_out_scores(positives, mean)
@@ -269,27 +267,20 @@ class CentroidTopic(Topic):
             self.threshold = centroid.single_sample_threshold(own, background_scores)
 
     def relevance(self, title: str, blocks: Sequence[str], site: str = "") -> Relevance:
-        # What relevance_of_doc(read_doc(...)) gives, with no Doc in between: this runs
-        # for every page.
-        body = body_text(self.templates.content(site, blocks), self.max_chars)
-        texts = ((title[: self.max_chars], self.title_weight), (body, self.body_weight))
-        return self._relevance_of_counts(self.segmenter.weighted_term_counts(texts))
+        return self.relevance_of_doc(read_doc(self.segmenter, title, self.templates.content(site, blocks), self.max_chars))
 
     def relevance_of_doc(self, doc: Doc) -> Relevance:
-        return self._relevance_of_counts(doc.weighted(self.title_weight, self.body_weight))
-
-    def _relevance_of_counts(self, counts: Mapping[str, float]) -> Relevance:
         if not self.direction_norm:
             return Relevance(0.0)
         # The page's vector, its length and its dot product with the direction in one
-        # pass over its terms.
-        terms, unknown, log = self._term_weights, (self.unseen_idf, 0.0), math.log
+        # pass over its terms (this runs for every page).
+        idf, unseen, direction, log = self.idf, self.unseen_idf, self.direction, math.log
         dot = squares = 0.0
         products: dict[str, float] = {}
-        for term, count in counts.items():
-            idf, weight = terms.get(term, unknown)
-            value = (1 + log(count) if count >= 1 else count) * idf
+        for term, count in doc.weighted(self.title_weight, self.body_weight).items():
+            value = (1 + log(count) if count >= 1 else count) * idf.get(term, unseen)
             squares += value * value
+            weight = direction.get(term)
             if weight:
                 dot += weight * value
                 if weight > 0:

@@ -148,20 +148,6 @@ class Segmenter:
         tokens counted first (in C) and each distinct one checked once."""
         return self._count_terms(self._loaded().cut(text))
 
-    def weighted_term_counts(self, texts: Iterable[tuple[str, float]]) -> dict[str, float]:
-        """Each term's count over several texts, each ``(text, weight)`` counting
-        ``weight`` times: a page's title and body in one pass."""
-        counts: dict[str, float] = {}
-        get, known = counts.get, self._token_terms
-        for text, weight in texts:
-            if not text:
-                continue
-            for token, count in Counter(self._loaded().cut(text)).items():
-                terms = known.get(token)
-                for term in self._token_terms_of(token) if terms is None else terms:
-                    counts[term] = get(term, 0.0) + weight * count
-        return counts
-
     def search_term_counts(self, text: str) -> Counter[str]:
         """How often each term of ``text`` occurs in jieba's search mode: each word, and
         the dictionary words of two or three characters inside it (新闻 inside 新闻网),
@@ -173,17 +159,13 @@ class Segmenter:
         known = self._token_terms
         for token, count in Counter(tokens).items():
             terms = known.get(token)
-            for term in self._token_terms_of(token) if terms is None else terms:
+            if terms is None:
+                if len(known) >= TOKEN_CACHE_SIZE:
+                    known.clear()
+                terms = known[token] = tuple(self._terms([token]))
+            for term in terms:
                 counts[term] += count
         return counts
-
-    def _token_terms_of(self, token: str) -> tuple[str, ...]:
-        """The terms of a token not in the cache, cached."""
-        known = self._token_terms
-        if len(known) >= TOKEN_CACHE_SIZE:
-            known.clear()
-        terms = known[token] = tuple(self._terms([token]))
-        return terms
 
     def _terms(self, tokens: list[str]) -> list[str]:
         if self.backend == "rjieba":
