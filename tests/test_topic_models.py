@@ -88,6 +88,33 @@ def test_recall_threshold_is_the_lower_prediction_bound():
     assert centroid.single_sample_threshold(0.8, [-0.6, -0.2]) == pytest.approx(0.2)
 
 
+
+def test_expected_recall_smooths_each_held_out_score():
+    held_out = [0.2, 0.4, 0.6]
+    width = centroid.RECALL_BANDWIDTH * statistics.stdev(held_out)
+    normal = statistics.NormalDist()
+    # At a held-out score, that score counts half; far below every score, all of them count.
+    assert centroid.expected_recall(held_out, 0.4) == pytest.approx(
+        (normal.cdf(0.2 / width) + 0.5 + normal.cdf(-0.2 / width)) / 3)
+    assert centroid.expected_recall(held_out, -1.0) == pytest.approx(1.0)
+    assert centroid.expected_recall(held_out, 0.1) > centroid.expected_recall(held_out, 0.5) > 0
+    # Scores that do not spread: a plain count.
+    assert centroid.expected_recall([0.5, 0.5], 0.5) == 1.0 and centroid.expected_recall([0.5, 0.5], 0.51) == 0.0
+
+
+def test_the_f1_threshold_is_higher_for_a_topic_rare_in_the_crawl():
+    """Recall at 0.3 is 0.75 and at 0.6 is 0.25; 35% of the background reaches 0.3 and 5%
+    reaches 0.6. A topic that is 5% of the crawl's pages keeps only the pages at 0.6
+    (expected F1 0.5 against 0.375), one that is half of them the pages at 0.3 (0.88
+    against 0.45)."""
+    held_out = [0.3, 0.3, 0.6, 0.6]
+    background = [0.0] * 13 + [0.3] * 6 + [0.6]
+    assert centroid.f1_threshold(held_out, background, prior=0.05) == 0.6
+    assert centroid.f1_threshold(held_out, background, prior=0.5) == 0.3
+    # A prior of nothing is one background page's worth: the rarest topic still has pages.
+    assert centroid.f1_threshold(held_out, background, prior=0.0) == 0.6
+
+
 SPREADSHEET = ["单元格 公式 工作表 函数 图表", "工作表 单元格 排序 筛选", "公式 函数 引用 单元格", "图表 数据 工作表 汇总"]
 WORDS = ["段落 页眉 文档 样式 表格", "文档 脚注 目录 样式", "页眉 页脚 段落 文档", "表格 文档 样式 批注"]
 SLIDES = ["幻灯片 动画 放映 母版", "幻灯片 切换 演示 母版", "放映 演示 动画 备注"]

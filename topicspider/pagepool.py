@@ -60,7 +60,7 @@ MAX_DEATHS_IN_A_ROW = 5
 _worker_rules: PageRules | None = None
 _worker_version = 0
 _worker_analyse: Analyse = analyse_page
-# What a worker answers for a page sent under rules newer than its own, without them.
+# What a worker answers for a page sent under rules other than its own, without them.
 STALE_RULES = "stale rules"
 
 

@@ -14,23 +14,30 @@ calibrated by cross-validation.
   the first threshold (each scored by the direction learnt without it) are taken out of
   it, and the direction and threshold are learnt again from what is left.
 * A page's score: the cosine of its vector and the topic's direction, from -1 to 1.
-* The threshold: each sample scored by the direction learnt without it (k-fold, at
-  most :data:`FOLDS`); the threshold is the score that ``target_recall`` of such
-  held-out pages would reach, their scores taken as normally distributed
-  (:func:`recall_threshold`), and at most halfway between their mean and the
-  background's mean score (:func:`calibrated_threshold`). It adapts
-  to the topic's spread: the samples of a tight topic score high and alike and set a
-  high threshold, those of a broad one a lower one.
+* The threshold: the one that maximises the F1 expected over the crawl's pages
+  (:func:`f1_threshold`). Each sample is scored by the direction learnt without it (the
+  expected recall at a threshold is the share of such held-out scores above it, each
+  smoothed by a normal kernel); the share of the crawl's pages above it is the
+  background's; the topic's share of the crawl's pages is the share of the background
+  the first step took out as likely on the topic. The first step's threshold is the
+  score that ``target_recall`` of the held-out samples would reach, their scores taken
+  as normally distributed (:func:`recall_threshold`), and at most halfway between their
+  mean and the background's mean score (:func:`calibrated_threshold`); it serves as the
+  threshold too where there is no background to estimate precision from.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 FOLDS = 5
+# The normal kernel that smooths each held-out score in :func:`expected_recall`, in
+# standard deviations of those scores: ten scores make a coarse ladder of recalls.
+RECALL_BANDWIDTH = 0.3
 Vector = dict[str, float]
 
 
@@ -127,6 +134,35 @@ def single_sample_threshold(own: float, background: Sequence[float]) -> float:
     if background:
         threshold = min(threshold, (own + statistics.fmean(background)) / 2)
     return threshold
+
+
+def expected_recall(held_out: Sequence[float], threshold: float, bandwidth: float = RECALL_BANDWIDTH) -> float:
+    """The share of pages like the held-out samples that score ``threshold`` or more:
+    each held-out score smoothed by a normal kernel ``bandwidth`` standard deviations
+    wide (a plain count when the scores do not spread)."""
+    width = bandwidth * statistics.stdev(held_out) if len(held_out) > 1 else 0.0
+    if not width:
+        return sum(score >= threshold for score in held_out) / len(held_out)
+    normal = statistics.NormalDist()
+    return statistics.fmean(normal.cdf((score - threshold) / width) for score in held_out)
+
+
+def f1_threshold(held_out: Sequence[float], background: Sequence[float], prior: float) -> float:
+    """The threshold, among the held-out and background scores, that maximises the F1
+    expected over pages drawn like the ``background``, of which a share ``prior`` is on
+    the topic: with recall r (:func:`expected_recall`) and a share s of the background
+    at or above the threshold, precision is ``prior * r / s``, and F1 is
+    ``2 * prior * r / (s + prior)``."""
+    count = len(background)
+    prior = max(prior, 1 / count)
+    ordered = sorted(background)
+    best_threshold, best_value = ordered[0], -1.0
+    for threshold in sorted({*held_out, *background}):
+        above = (count - bisect.bisect_left(ordered, threshold)) / count
+        value = expected_recall(held_out, threshold) / (above + prior)
+        if value > best_value:
+            best_threshold, best_value = threshold, value
+    return best_threshold
 
 
 def student_t_quantile(probability: float, freedom: int) -> float:
