@@ -143,6 +143,31 @@ def test_centroid_weighs_what_sets_the_topic_apart_from_the_background(segmenter
     assert topic.background_kept == len(background) - 2
 
 
+
+def test_the_f1_threshold_needs_five_samples_whose_held_out_scores_spread(segmenter, monkeypatch):
+    """With fewer samples, or copies of one page, held-out scores cannot say how recall
+    falls: the first step's threshold stays (a crawl trained on two alike pages once kept
+    no page at all)."""
+    more = ["数据透视表 汇总 字段 工作表", "条件格式 单元格 规则", "图表 坐标轴 数据 系列"]
+    samples = sectioned(SPREADSHEET + more, "电子表格")
+    background = sectioned(WORDS, "文字处理") + sectioned(SLIDES, "演示文稿") + sectioned(SPREADSHEET[:2], "电子表格")
+
+    def thresholds(docs: list[Doc]) -> tuple[float, float]:
+        spec = TopicSpec("centroid", samples=docs, background=background)
+        with monkeypatch.context() as patch:
+            patch.setattr(centroid, "MIN_F1_SAMPLES", len(docs) + 1)
+            first_step = CentroidTopic(spec, segmenter).threshold
+        return CentroidTopic(spec, segmenter).threshold, first_step
+
+    f1, first_step = thresholds(samples)
+    assert f1 != pytest.approx(first_step)
+    assert len(samples[:4]) < centroid.MIN_F1_SAMPLES
+    few = thresholds(samples[:4])
+    assert few[0] == few[1]
+    copies = thresholds([samples[0]] * 6)
+    assert copies[0] == copies[1]
+
+
 def test_a_doc_from_counts_made_before_the_template_was_known_is_the_doc_of_its_content(segmenter):
     """Background pages are counted as they are read, template and all; the template's
     blocks come out of the counts once it is known."""

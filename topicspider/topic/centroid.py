@@ -23,7 +23,8 @@ calibrated by cross-validation.
   score that ``target_recall`` of the held-out samples would reach, their scores taken
   as normally distributed (:func:`recall_threshold`), and at most halfway between their
   mean and the background's mean score (:func:`calibrated_threshold`); it serves as the
-  threshold too where there is no background to estimate precision from.
+  threshold too where there is no background to estimate precision from, or fewer than
+  :data:`MIN_F1_SAMPLES` samples, or samples whose held-out scores are all alike.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ FOLDS = 5
 # The normal kernel that smooths each held-out score in :func:`expected_recall`, in
 # standard deviations of those scores: ten scores make a coarse ladder of recalls.
 RECALL_BANDWIDTH = 0.3
+# Fewer samples than this say too little of how recall falls for :func:`f1_threshold`.
+MIN_F1_SAMPLES = 5
 Vector = dict[str, float]
 
 

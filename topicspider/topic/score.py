@@ -254,19 +254,29 @@ class CentroidTopic(Topic):
             kept = centroid.likely_negatives(positives, unlabelled, negatives, self.threshold)
             self.background_kept = len(kept)
             self._learn(positives, [*kept, *negatives], spec.target_recall)
-            if len(positives) > 1:
-                self.threshold = self._f1_threshold(positives, unlabelled, negatives)
+            threshold = self._f1_threshold(positives, unlabelled, negatives)
+            if threshold is not None:
+                self.threshold = threshold
 
     def _f1_threshold(self, positives: list[centroid.Vector], unlabelled: list[centroid.Vector],
-                      negatives: list[centroid.Vector]) -> float:
+                      negatives: list[centroid.Vector]) -> float | None:
         """:func:`centroid.f1_threshold`: the unlabelled background stands for the crawl's
         pages, and the share of it the first step took out for the topic's share. Each
         sample is held out in turn and scored against the whole background, as in the
         first step: against the background that step kept, the held-out scores come out
         higher than those of the crawl's pages on the topic, and the threshold too high
-        (measured: see README, "Evaluation on real sites")."""
+        (measured: see README, "Evaluation on real sites").
+
+        None, for the first step's threshold to stay, with fewer than
+        :data:`centroid.MIN_F1_SAMPLES` samples or held-out scores that do not spread:
+        they cannot say how recall falls, and two copies of one page would ask every page
+        to score as they do."""
+        if len(positives) < centroid.MIN_F1_SAMPLES:
+            return None
         held_out = centroid.held_out_scores(positives, centroid.mean_vector([*unlabelled, *negatives]),
                                             folds=len(positives))
+        if len(set(held_out)) == 1:
+            return None
         scores = [centroid.cosine(self.direction, self.direction_norm, vector) for vector in unlabelled]
         return centroid.f1_threshold(held_out, scores, 1 - self.background_kept / len(unlabelled))
 
