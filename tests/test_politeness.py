@@ -339,6 +339,26 @@ def test_robots_txt_answering_429_is_retried_not_taken_as_missing(tmp_path, serv
     assert site.paths() == [] and result.stats["robots/denied"] == 1
 
 
+
+def test_robots_txt_asking_to_wait_past_the_cap_is_unreachable_at_once(tmp_path, serve, crawl):
+    """A robots.txt that answers 429 with a Retry-After of years once held its host's
+    download slots for as long, and the crawl with them: past BACKOFF_MAX_DELAY, the
+    host is unreachable now, and the crawl's other site is crawled whole."""
+    generate_site(tmp_path / "held", pages=3, links_per_page=2)
+    write(tmp_path / "held" / "robots.txt", "", "Status: 429\nRetry-After: 999999999")
+    depths = generate_site(tmp_path / "open", pages=6, links_per_page=2, seed=3)
+    held = serve(tmp_path / "held")
+    other = serve(tmp_path / "open", host="127.0.0.7")
+
+    result = crawl(f"{held.url}/,{other.url}/", settings={"BACKOFF_MAX_DELAY": 2}, timeout=60)
+
+    assert result.returncode == 0, result.stderr
+    assert [r["status"] for r in held.requests()] == [429], "asked once: Retry-After is past the cap"
+    assert result.stats["robots/unreachable"] == 1 and result.stats["robots/denied_unreachable"] == 1
+    assert result.report["finish_reason"] == "finished" and result.report["errors"] == 1
+    assert sorted(other.paths()) == sorted(depths)
+
+
 def test_a_crawl_delay_too_long_skips_the_host(tmp_path, serve, crawl):
     generate_site(tmp_path / "site", pages=3, links_per_page=2)
     write(tmp_path / "site" / "robots.txt", "User-agent: *\nCrawl-delay: 100000\n")

@@ -5,13 +5,16 @@ Protego, and obeyed before a request is sent. Its ``Crawl-delay`` and
 Enabled by ``ROBOTSTXT_OBEY`` (replaces Scrapy's ``RobotsTxtMiddleware``). Settings:
 ``ROBOTSTXT_USER_AGENT``, ``ROBOTSTXT_CACHE_TTL``, ``ROBOTSTXT_RETRY_TIMES``,
 ``ROBOTSTXT_RETRY_DELAY``, ``ROBOTSTXT_UNREACHABLE_TTL``, ``ROBOTSTXT_MAX_SIZE``,
-``ROBOTSTXT_MAX_CRAWL_DELAY``. Stats: ``robots/fetched``, ``robots/status/<code>``,
+``ROBOTSTXT_MAX_CRAWL_DELAY``, and ``BACKOFF_MAX_DELAY`` for the longest wait between
+tries. Stats: ``robots/fetched``, ``robots/status/<code>``,
 ``robots/errors/<exception>``, ``robots/unreachable``, ``robots/denied``,
-``robots/denied_unreachable``, ``robots/crawl_delay_too_long``.
+``robots/denied_unreachable``, ``robots/crawl_delay_too_long``,
+``robots/retry_after_too_long``.
 
 What a robots.txt answer means: 2xx, the rules in it; 4xx other than 429 (404 above
 all), no rules; 429, 5xx or no answer, retried, then everything disallowed until
-``ROBOTSTXT_UNREACHABLE_TTL`` has passed and robots.txt is asked for again.
+``ROBOTSTXT_UNREACHABLE_TTL`` has passed and robots.txt is asked for again. A
+``Retry-After`` longer than ``BACKOFF_MAX_DELAY`` makes it unreachable at once.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ class RobotsTxtMiddleware:
         self.retry_delay = get_float(settings, "ROBOTSTXT_RETRY_DELAY")
         self.max_size = get_int(settings, "ROBOTSTXT_MAX_SIZE")
         self.max_crawl_delay = get_float(settings, "ROBOTSTXT_MAX_CRAWL_DELAY")
+        self.max_wait = get_float(settings, "BACKOFF_MAX_DELAY")
         self.rules: OrderedDict[str, HostRules] = OrderedDict()
         self.waiting: dict[str, list[Deferred[HostRules]]] = {}
 
@@ -131,25 +135,39 @@ class RobotsTxtMiddleware:
 
     async def _fetch(self, origin: str, host: str) -> HostRules:
         wait = self.retry_delay
-        for attempt in range(self.retry_times + 1):
-            if attempt:
+        tries = 0
+        while tries <= self.retry_times:
+            if tries:
                 await sleep(wait)
-                wait *= 2
+                wait = min(wait * 2, self.max_wait)
+            tries += 1
             response = await self._download(origin)
             if response is None or response.status >= 500 or response.status == 429:
                 # 429 is "come back later", not "no robots.txt": retried like a 5xx,
-                # waiting at least what Retry-After asks.
-                asked = response.headers.get(b"Retry-After") if response is not None else None
-                wait = max(wait, retry_after_seconds(asked.decode("latin-1")) or 0.0) if asked else wait
+                # waiting at least what Retry-After asks, but never past BACKOFF_MAX_DELAY:
+                # the wait holds the host's download slots, and the crawl's end with them.
+                asked = self._retry_after(response)
+                if asked > self.max_wait:
+                    self.stats.inc_value("robots/retry_after_too_long")
+                    logger.warning("robots.txt of %s asks to come back in %.0f s, more than BACKOFF_MAX_DELAY "
+                                   "(%.0f s)", origin, asked, self.max_wait)
+                    break
+                wait = max(wait, asked)
                 continue
             return self._rules_from(response, host)
         self.stats.inc_value("robots/unreachable")
         logger.warning(
             "robots.txt of %s unreachable after %d tries: the pages found on it until now are "
             "dropped (counted in robots/denied_unreachable); it is asked again after %.0f s",
-            origin, self.retry_times + 1, self.unreachable_ttl,
+            origin, tries, self.unreachable_ttl,
         )
         return HostRules(None, monotonic() + self.unreachable_ttl, unreachable=True)
+
+    @staticmethod
+    def _retry_after(response: Response | None) -> float:
+        """Seconds the answer's ``Retry-After`` asks to wait; 0 without one."""
+        asked = response.headers.get(b"Retry-After") if response is not None else None
+        return (retry_after_seconds(asked.decode("latin-1")) or 0.0) if asked else 0.0
 
     async def _download(self, origin: str) -> Response | None:
         request = Request(
