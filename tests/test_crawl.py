@@ -11,6 +11,7 @@ from conftest import run_project
 from test_encoding import FIXTURES, TITLES
 
 from topicspider.localsite import generate_site, page_html
+from topicspider.middlewares.redirect import goes_round
 from topicspider.runner import crawl_command
 
 
@@ -409,3 +410,51 @@ def test_a_retried_page_is_not_stuck_behind_the_deeper_pages_it_holds_back(tmp_p
     assert result.returncode == 0
     assert result.stats["retry/count"] == 1
     assert len(result.pages()) == 10
+
+
+
+def test_a_redirect_goes_round_when_it_returns_to_its_chain_but_once_to_the_last_url():
+    assert not goes_round([b"a"], b"b")
+    assert not goes_round([b"a"], b"a"), "/a answered with /a/, or a cookie set: followed once"
+    assert goes_round([b"a", b"a"], b"a")
+    assert goes_round([b"a", b"b"], b"a")
+    assert not goes_round([b"a", b"b"], b"b")
+
+
+def test_a_page_that_refreshes_or_redirects_to_itself_is_fetched_at_most_twice_and_stored(tmp_path, serve, crawl):
+    """A meta refresh to the page itself was followed until REDIRECT_MAX_TIMES ran out
+    (22 requests, nothing stored, no error): the dupefilter lets a redirect to the URL
+    just asked for through, and the refresh asked for it again and again. Once is
+    allowed (a server may set a cookie and send the page again); then the page is kept."""
+    root = tmp_path / "site"
+    write(root / "index.html", page_html("home", "", ["reload.html", "once.html"]))
+    refresh = '<meta http-equiv="refresh" content="0; url=reload.html">'
+    write(root / "reload.html", page_html("reloads", "body", ["kid.html"]).replace("<head>", f"<head>{refresh}", 1))
+    write(root / "kid.html", page_html("kid", "", []))
+    write(root / "once.html", page_html("once", "", []), "Status-First: 302 1\nLocation: /once.html")
+    site = serve(root)
+
+    result = crawl(site.url + "/")
+
+    assert result.returncode == 0, result.stderr
+    assert site.paths().count("/reload.html") == 2 and site.paths().count("/once.html") == 2
+    assert set(result.pages()) == {f"{site.url}/{path}" for path in ("", "reload.html", "kid.html", "once.html")}
+    assert result.report["errors"] == 0 and result.stats["redirect/refresh_loops"] == 1
+
+
+def test_a_redirect_loop_is_an_error_with_its_reason(tmp_path, serve, crawl):
+    root = tmp_path / "site"
+    write(root / "index.html", page_html("home", "", ["self.html", "ping.html"]))
+    write(root / "self.html", "", "Status: 302\nLocation: /self.html")
+    write(root / "ping.html", "", "Status: 302\nLocation: /pong.html")
+    write(root / "pong.html", "", "Status: 301\nLocation: /ping.html")
+    site = serve(root)
+
+    result = crawl(site.url + "/")
+
+    assert result.returncode == 0, result.stderr
+    assert site.paths().count("/self.html") == 2, "one redirect to itself is followed, not more"
+    assert site.paths().count("/ping.html") == 1 and site.paths().count("/pong.html") == 1
+    assert set(result.pages()) == {f"{site.url}/"}
+    assert result.stats["fetch/errors/RedirectLoop"] == 2 and result.report["errors"] == 2
+    assert result.stderr.count(": redirect loop (") == 2  # "Could not fetch URL: redirect loop (...)"

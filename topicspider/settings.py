@@ -41,6 +41,7 @@ DOWNLOADER_MIDDLEWARES = {
     # Replaced by topicspider's own, below.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     # URL patterns blocked from the console, before anything else is spent on them.
     "topicspider.middlewares.block.BlockMiddleware": 30,
     # Nothing goes out before the topic is ready (a resumed crawl), samples aside.
@@ -51,6 +52,7 @@ DOWNLOADER_MIDDLEWARES = {
     "topicspider.middlewares.scope.SiteScopeMiddleware": 50,
     "topicspider.middlewares.robots.RobotsTxtMiddleware": 100,
     "topicspider.middlewares.metarefresh.SafeMetaRefreshMiddleware": 580,
+    "topicspider.middlewares.redirect.LoopSafeRedirectMiddleware": 600,
     # After HttpCompressionMiddleware (590) has decoded the body.
     "topicspider.middlewares.encoding.EncodingMiddleware": 585,
     # Sees 429/503 before RetryMiddleware (550) and sets the host's delay last.

@@ -1,9 +1,13 @@
-"""Scrapy's ``MetaRefreshMiddleware``, made safe against pages it cannot read.
+"""Scrapy's ``MetaRefreshMiddleware``, made safe against pages it cannot read and
+against refresh loops.
 
 Enabled in place of Scrapy's (``DOWNLOADER_MIDDLEWARES``). Scrapy's resolves the
 refresh URL against the page's ``<base href>`` and lets a malformed one (``http://[oops``)
 raise, which loses a page that downloaded fine. Here such a page is kept as it is and
-counted in ``links/dropped/malformed``.
+counted in ``links/dropped/malformed``. A refresh that goes round
+(:func:`topicspider.middlewares.redirect.goes_round`: a page refreshing to itself, after
+the one time it is followed) is not followed either: the page is kept as it is, counted
+in ``redirect/refresh_loops``.
 """
 
 from __future__ import annotations
@@ -14,13 +18,18 @@ from typing import TYPE_CHECKING
 from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware
 from scrapy.http import Request, Response
 
+from topicspider.middlewares.redirect import RedirectLoop, RedirectLoopCheck
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
 
 
-class SafeMetaRefreshMiddleware(MetaRefreshMiddleware):
+class SafeMetaRefreshMiddleware(RedirectLoopCheck, MetaRefreshMiddleware):
+    stats: StatsCollector
+
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SafeMetaRefreshMiddleware:
         middleware = super().from_crawler(crawler)
@@ -30,6 +39,10 @@ class SafeMetaRefreshMiddleware(MetaRefreshMiddleware):
     def process_response(self, request: Request, response: Response) -> Request | Response:
         try:
             return super().process_response(request, response)
+        except RedirectLoop as exc:
+            self.stats.inc_value("redirect/refresh_loops")
+            logger.debug("Meta refresh of %s not followed: %s", response.url, exc)
+            return response
         except ValueError as exc:
             self.stats.inc_value("links/dropped/malformed")
             logger.debug("Meta refresh of %s not followed: %s", response.url, exc)
