@@ -7,14 +7,15 @@ import json
 import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.test_focus import KEYWORDS, OFF_TOPIC, ON_TOPIC, mixed_site  # noqa: F401 (fixture)
 from topicspider.analysis import Link, Page, PageRules, analyse_page
-from topicspider.localsite import page_html
-from topicspider.runner import project_env
+from topicspider.localsite import generate_site, page_html
+from topicspider.runner import crawl_command, project_env
 from topicspider.topic.lexicon import keywords_lexicon
 from topicspider.topic.score import LexiconTopic as Topic
 from topicspider.topic.segment import Segmenter
@@ -159,3 +160,49 @@ def test_search_terms_are_worked_out_for_the_pages_that_will_be_stored() -> None
     assert analyse_page(page(irrelevant), PageRules(topic=topic(), store_all=True)).search_terms is not None
     assert analyse_page(page(noindex), PageRules()).search_terms is None
     assert analyse_page(page(html), PageRules(search_index=False)).search_terms is None
+
+
+def page_analysis_processes(parent: int) -> set[int]:
+    """The processes ``parent`` started with multiprocessing's spawn, from /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            stat, command = (entry / "stat").read_text(), (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == parent and b"spawn_main" in command:
+            found.add(int(entry.name))
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux's /proc")
+def test_page_analysis_processes_end_when_the_crawl_is_killed(tmp_path, serve) -> None:
+    """A killed crawl once left its page-analysis processes running for good: they wait
+    on a queue whose other end they hold too, so the parent's death never reached them."""
+    generate_site(tmp_path / "site", pages=200, links_per_page=4, seed=5)
+    site = serve(tmp_path / "site")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    command = crawl_command(site.url + "/", 10, {"DOWNLOAD_DELAY": 0.05, "PAGE_PROCESSES": 2})
+    crawler = subprocess.Popen(command, cwd=workdir, env=project_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while (len(site.paths()) < 10 or len(workers := page_analysis_processes(crawler.pid)) < 2) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        crawler.kill()
+        crawler.wait(timeout=10)
+    assert len(workers) == 2 and len(site.paths()) >= 10, "the crawl must be under way"
+    deadline = time.monotonic() + 10
+    while any(running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(running(pid) for pid in workers), "page-analysis processes outlived the crawl"

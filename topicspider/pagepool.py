@@ -8,7 +8,8 @@ hold the GIL. ``PAGE_PROCESSES = 0`` analyses pages on the reactor thread.
 
 The workers are started with ``spawn`` (a fork of a process running a reactor and
 threads could inherit a held lock) and each loads the crawl's :class:`PageRules`,
-segmenter dictionary included, once. A worker that dies (killed, out of memory, a
+segmenter dictionary included, once; it ends when the crawler's process ends, even
+one killed outright. A worker that dies (killed, out of memory, a
 crash in a C library), or one that takes over ``PAGE_TIMEOUT`` seconds on a page (one
 more such allowance for each page queued before it) and is stopped, breaks the pool, and every page it held fails with it: a new pool is started
 (``pagepool/restarts``), and those pages are analysed again one at a time in a pool of
@@ -28,8 +29,11 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.connection
+import os
 import pickle
 import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -76,6 +80,7 @@ def _init_worker(rules: PageRules, version: int, analyse: Analyse, segmenter: st
     global _worker_analyse
     # Ctrl-C reaches the whole process group; the crawler decides when to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_the_crawler()
     _worker_analyse = analyse
     if segmenter:
         # Rules that come later with a topic find its dictionary loaded.
@@ -86,6 +91,22 @@ def _init_worker(rules: PageRules, version: int, analyse: Analyse, segmenter: st
     from topicspider.urls import has_public_suffix
 
     has_public_suffix("example.com")  # loads the Public Suffix List
+
+
+def _exit_with_the_crawler() -> None:
+    """End this worker when the crawler's process ends, however it ends. A worker waits
+    for pages on a queue whose writing end it holds too, so a crawler killed outright
+    (SIGKILL, out of memory) would leave it waiting for good; multiprocessing's sentinel
+    of the parent becomes readable when the parent is gone."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def wait_for_the_crawler() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=wait_for_the_crawler, name="crawler-watch", daemon=True).start()
 
 
 def _take_rules(rules: PageRules, version: int) -> None:
