@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import signal
 import subprocess
 import sys
 import time
@@ -193,6 +195,7 @@ def test_page_analysis_processes_end_when_the_crawl_is_killed(tmp_path, serve) -
     command = crawl_command(site.url + "/", 10, {"DOWNLOAD_DELAY": 0.05, "PAGE_PROCESSES": 2})
     crawler = subprocess.Popen(command, cwd=workdir, env=project_env(), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
+    workers: set[int] = set()
     try:
         deadline = time.monotonic() + 60
         while (len(site.paths()) < 10 or len(workers := page_analysis_processes(crawler.pid)) < 2) \
@@ -201,8 +204,12 @@ def test_page_analysis_processes_end_when_the_crawl_is_killed(tmp_path, serve) -
     finally:
         crawler.kill()
         crawler.wait(timeout=10)
-    assert len(workers) == 2 and len(site.paths()) >= 10, "the crawl must be under way"
-    deadline = time.monotonic() + 10
-    while any(running(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(running(pid) for pid in workers), "page-analysis processes outlived the crawl"
+    try:
+        assert len(workers) == 2 and len(site.paths()) >= 10, "the crawl must be under way"
+        deadline = time.monotonic() + 10
+        while any(running(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(running(pid) for pid in workers), "page-analysis processes outlived the crawl"
+    finally:
+        for pid in filter(running, workers):
+            os.kill(pid, signal.SIGKILL)

@@ -412,7 +412,6 @@ def test_a_retried_page_is_not_stuck_behind_the_deeper_pages_it_holds_back(tmp_p
     assert len(result.pages()) == 10
 
 
-
 def test_a_redirect_goes_round_when_it_returns_to_its_chain_but_once_to_the_last_url():
     assert not goes_round([b"a"], b"b")
     assert not goes_round([b"a"], b"a"), "/a answered with /a/, or a cookie set: followed once"

@@ -339,7 +339,6 @@ def test_robots_txt_answering_429_is_retried_not_taken_as_missing(tmp_path, serv
     assert site.paths() == [] and result.stats["robots/denied"] == 1
 
 
-
 def test_robots_txt_asking_to_wait_past_the_cap_is_unreachable_at_once(tmp_path, serve, crawl):
     """A robots.txt that answers 429 with a Retry-After of years once held its host's
     download slots for as long, and the crawl with them: past BACKOFF_MAX_DELAY, the

@@ -88,7 +88,6 @@ def test_recall_threshold_is_the_lower_prediction_bound():
     assert centroid.single_sample_threshold(0.8, [-0.6, -0.2]) == pytest.approx(0.2)
 
 
-
 def test_expected_recall_smooths_each_held_out_score():
     held_out = [0.2, 0.4, 0.6]
     width = centroid.RECALL_BANDWIDTH * statistics.stdev(held_out)
@@ -105,14 +104,23 @@ def test_expected_recall_smooths_each_held_out_score():
 def test_the_f1_threshold_is_higher_for_a_topic_rare_in_the_crawl():
     """Recall at 0.3 is 0.75 and at 0.6 is 0.25; 35% of the background reaches 0.3 and 5%
     reaches 0.6. A topic that is 5% of the crawl's pages keeps only the pages at 0.6
-    (expected F1 0.5 against 0.375), one that is half of them the pages at 0.3 (0.88
-    against 0.45)."""
+    (expected F1 0.25 against 0.19), one that is half of them the pages at 0.3 (0.86
+    against 0.40, its own pages at least half of those above: 37.5% and 12.5%)."""
     held_out = [0.3, 0.3, 0.6, 0.6]
     background = [0.0] * 13 + [0.3] * 6 + [0.6]
     assert centroid.f1_threshold(held_out, background, prior=0.05) == 0.6
     assert centroid.f1_threshold(held_out, background, prior=0.5) == 0.3
     # A prior of nothing is one background page's worth: the rarest topic still has pages.
     assert centroid.f1_threshold(held_out, background, prior=0.0) == 0.6
+
+
+def test_the_f1_threshold_keeps_pages_when_the_samples_score_above_the_whole_background():
+    """Held-out scores above every background page once promised a precision above 1 at
+    a threshold that kept no page of the crawl."""
+    held_out = [0.45, 0.5, 0.5, 0.55, 0.6]
+    background = [0.0] * 17 + [0.3, 0.32, 0.35]
+    threshold = centroid.f1_threshold(held_out, background, prior=0.15)
+    assert threshold <= max(background)
 
 
 SPREADSHEET = ["单元格 公式 工作表 函数 图表", "工作表 单元格 排序 筛选", "公式 函数 引用 单元格", "图表 数据 工作表 汇总"]
@@ -143,7 +151,6 @@ def test_centroid_weighs_what_sets_the_topic_apart_from_the_background(segmenter
     assert topic.background_kept == len(background) - 2
 
 
-
 def test_the_f1_threshold_needs_five_samples_whose_held_out_scores_spread(segmenter, monkeypatch):
     """With fewer samples, or copies of one page, held-out scores cannot say how recall
     falls: the first step's threshold stays (a crawl trained on two alike pages once kept
@@ -152,20 +159,24 @@ def test_the_f1_threshold_needs_five_samples_whose_held_out_scores_spread(segmen
     samples = sectioned(SPREADSHEET + more, "电子表格")
     background = sectioned(WORDS, "文字处理") + sectioned(SLIDES, "演示文稿") + sectioned(SPREADSHEET[:2], "电子表格")
 
-    def thresholds(docs: list[Doc]) -> tuple[float, float]:
+    def thresholds(docs: list[Doc]) -> tuple[float, float, float]:
+        """The threshold in force, the first step's, and the F1 one however few samples."""
         spec = TopicSpec("centroid", samples=docs, background=background)
         with monkeypatch.context() as patch:
-            patch.setattr(centroid, "MIN_F1_SAMPLES", len(docs) + 1)
+            patch.setattr(CentroidTopic, "_f1_threshold", lambda *_: None)
             first_step = CentroidTopic(spec, segmenter).threshold
-        return CentroidTopic(spec, segmenter).threshold, first_step
+        with monkeypatch.context() as patch:
+            patch.setattr(centroid, "MIN_F1_SAMPLES", 2)
+            any_count = CentroidTopic(spec, segmenter).threshold
+        return CentroidTopic(spec, segmenter).threshold, first_step, any_count
 
-    f1, first_step = thresholds(samples)
+    f1, first_step, _ = thresholds(samples)
     assert f1 != pytest.approx(first_step)
     assert len(samples[:4]) < centroid.MIN_F1_SAMPLES
-    few = thresholds(samples[:4])
-    assert few[0] == few[1]
-    copies = thresholds([samples[0]] * 6)
-    assert copies[0] == copies[1]
+    in_force, first_step, f1 = thresholds(samples[:4])
+    assert in_force == first_step and f1 != pytest.approx(first_step)
+    in_force, first_step, _ = thresholds([samples[0]] * 6)
+    assert in_force == first_step
 
 
 def test_a_doc_from_counts_made_before_the_template_was_known_is_the_doc_of_its_content(segmenter):

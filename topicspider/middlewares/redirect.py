@@ -1,10 +1,10 @@
 """Scrapy's ``RedirectMiddleware``, with redirect loops as errors.
 
-Enabled in place of Scrapy's (``DOWNLOADER_MIDDLEWARES``). Scrapy follows a redirect
-back to a URL of the same chain until ``REDIRECT_MAX_TIMES`` runs out, then drops the
-request as ignored, and topicspider's frontier lets a redirect to the URL just asked for
-(under its canonical form) past the dupefilter, so a page redirecting to itself was
-asked for 21 times and ended nowhere. Here a redirect that goes round, back to a URL the
+Enabled in place of Scrapy's (``DOWNLOADER_MIDDLEWARES``). topicspider's frontier lets
+a redirect to the URL just asked for (under its canonical form) past the dupefilter, so
+a page redirecting to itself was asked for until ``REDIRECT_MAX_TIMES`` ran out (21
+times) and then dropped as ignored, and the dupefilter dropped a return to an earlier
+URL of the chain as a duplicate. Here a redirect that goes round, back to a URL the
 chain already asked for (by fingerprint), fails the request with :class:`RedirectLoop`,
 counted in ``fetch/errors/RedirectLoop``; one redirect to the very URL just asked for (a
 server answering ``/a`` with ``/a/``, or setting a cookie) is still followed. The same
@@ -17,14 +17,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
-class RedirectLoop(Exception):
-    """A redirect back to a URL its chain already asked for."""
+class RedirectLoop(IgnoreRequest):
+    """A redirect back to a URL its chain already asked for: the request is given up, as
+    an error, not a refusal by policy (the spider counts it in ``fetch/errors/``)."""
 
 
 def goes_round(chain: Sequence[bytes], target: bytes) -> bool:

@@ -134,7 +134,7 @@ class RobotsTxtMiddleware:
         return rules
 
     async def _fetch(self, origin: str, host: str) -> HostRules:
-        wait = self.retry_delay
+        wait = min(self.retry_delay, self.max_wait)
         tries = 0
         while tries <= self.retry_times:
             if tries:

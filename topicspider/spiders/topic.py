@@ -50,6 +50,7 @@ from topicspider.focus import (
     TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments, threshold_setting,
 )
 from topicspider.items import PageItem
+from topicspider.middlewares.redirect import RedirectLoop
 from topicspider.middlewares.robots import RobotsUnreachable
 from topicspider.pagepool import PageLost, PagePool, PagePoolFailed
 from topicspider.reactor_tools import sleep, to_thread
@@ -384,7 +385,7 @@ class TopicSpider(scrapy.Spider):
             self._count(f"fetch/errors/http_{status}")
             self.logger.debug("HTTP %d for %s", status, request.url)
             reason = f"HTTP {status}"
-        elif failure.check(IgnoreRequest) and not failure.check(RobotsUnreachable):
+        elif failure.check(IgnoreRequest) and not failure.check(RobotsUnreachable, RedirectLoop):
             # A refusal by policy (robots.txt, a middleware), not a failure.
             self._count("fetch/ignored")
             self.logger.debug("Not fetched %s: %s", request.url, message)

@@ -155,12 +155,15 @@ def f1_threshold(held_out: Sequence[float], background: Sequence[float], prior: 
     expected over pages drawn like the ``background``, of which a share ``prior`` is on
     the topic: with recall r (:func:`expected_recall`) and a share s of the background
     at or above the threshold, precision is ``prior * r / s``, and F1 is
-    ``2 * prior * r / (s + prior)``."""
+    ``2 * prior * r / (s + prior)``. The threshold is at most the background's highest
+    score, so that the crawl keeps some page."""
     count = len(background)
     prior = max(prior, 1 / count)
     ordered = sorted(background)
     best_threshold, best_value = ordered[0], -1.0
-    for threshold in sorted({*held_out, *background}):
+    # Never above the whole background: held-out scores above every background page
+    # would promise a precision above 1 at a threshold that keeps no page of the crawl.
+    for threshold in sorted(score for score in {*held_out, *background} if score <= ordered[-1]):
         above = (count - bisect.bisect_left(ordered, threshold)) / count
         value = expected_recall(held_out, threshold) / (above + prior)
         if value > best_value:
