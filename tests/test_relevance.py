@@ -146,7 +146,8 @@ def test_page_analysis_processes_that_die_while_the_background_is_read_end_the_c
     result = crawl(seeds(site), depth=2, train=f"{site.url}/calc/2.html", settings={"PAGE_PROCESSES": 1})
     assert result.returncode == 1, result.stderr
     assert result.report["finish_reason"] == "page_analysis_failed"
-    assert "topicspider: error: page-analysis processes died or hung" in result.stderr
+    # As they started, or reading the background, whichever the crawl saw first.
+    assert "topicspider: error: page-analysis processes died" in result.stderr, result.stderr[-3000:]
     assert result.report["pages_fetched"] == 0
 
 

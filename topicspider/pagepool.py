@@ -178,9 +178,15 @@ class PagePool:
         second of CPU, better spent before the first requests than among them); raise
         :class:`PagePoolFailed` if they cannot start."""
         starting, self._starting = self._starting, []
-        if self._executor is not None and not await _started(self._executor, starting):
-            _stop_workers(self._executor)
+        if self._executor is None:
+            return
+        failure = await _start_failure(starting)
+        if failure is None:
+            return
+        _stop_workers(self._executor)
+        if isinstance(failure, defer.TimeoutError):
             raise PagePoolFailed(f"the page-analysis processes did not start in {WORKER_START_TIMEOUT:g} s")
+        raise PagePoolFailed("page-analysis processes died as they started; see the log above")
 
     async def update(self, rules: PageRules) -> None:
         """Read the pages analysed from now on under ``rules``."""
@@ -262,7 +268,7 @@ class PagePool:
             if self._quarantine is None:
                 self._quarantine = self._new_executor(1)
                 # Started before the page's time runs: the page alone is on trial.
-                await _started(self._quarantine, [deferred_from_future(self._quarantine.submit(_ready))])
+                await _start_failure([deferred_from_future(self._quarantine.submit(_ready))])
             try:
                 analysis = await self._submit(self._quarantine, page, 1)
             except POOL_FAILURES as exc:
@@ -298,17 +304,18 @@ class PagePool:
         self.crawler.stats.inc_value(key)
 
 
-async def _started(executor: ProcessPoolExecutor, starting: list[Deferred[Any]]) -> bool:
-    """Whether the workers behind ``starting`` (``_ready`` calls) came up in time."""
+async def _start_failure(starting: list[Deferred[Any]]) -> BaseException | None:
+    """Why the workers behind ``starting`` (``_ready`` calls) did not come up in time
+    (a timeout, or the pool broken by a worker that died), or None if they did."""
     from twisted.internet import reactor
 
     for deferred in starting:
         deferred.addTimeout(WORKER_START_TIMEOUT, reactor)
         try:
             await maybe_deferred_to_future(deferred)
-        except POOL_FAILURES:
-            return False
-    return True
+        except POOL_FAILURES as exc:
+            return exc
+    return None
 
 
 def _stop_workers(executor: ProcessPoolExecutor) -> None:
