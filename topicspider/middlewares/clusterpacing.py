@@ -63,6 +63,7 @@ HANDOFF_MARGIN = 0.02
 # descheduled worker: 60 ms was seen) could leave too close to the next one, booked by
 # another worker: it is handed back and a new one booked, up to STALE_RETRIES times.
 STALE_TICKET = HANDOFF_MARGIN / 2
+STALE_RETRIES = 3
 # A worker's first request to a host opens a connection, which takes the reactor a few
 # more turns than sending on an open one: on a busy machine it left up to 0.19 s after
 # its start (measured in the tests' cluster crawl), so that the server saw the next
@@ -70,7 +71,6 @@ STALE_TICKET = HANDOFF_MARGIN / 2
 # further on; the hosts a worker has sent to are remembered up to CONNECTED_HOSTS.
 CONNECT_MARGIN = 0.25
 CONNECTED_HOSTS = 10_000
-STALE_RETRIES = 3
 # Seconds between asks while a host's places are all taken: doubling up to the maximum.
 IN_FLIGHT_POLL = 0.05
 IN_FLIGHT_POLL_MAX = 0.8
