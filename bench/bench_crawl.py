@@ -31,7 +31,11 @@ site once with each variant:
 * **mysql** (not run unless named): plain, storing into MySQL (``--mysql-url``, a
   database dropped and created afresh before every run) instead of SQLite;
 * **noindex** (not run unless named): plain with ``SEARCH_INDEX=false``, pages stored
-  without their search index, to show what indexing costs a crawl.
+  without their search index, to show what indexing costs a crawl;
+* **jobdir**, **mysql-jobdir** (not run unless named): plain and mysql with a
+  ``JOBDIR``, so that the URL store is the durable frontier (every request written as
+  it is queued, every URL marked finished once its page is stored), to show what
+  durability costs; the summary gives their URL-store writes per page.
 
 Each page's body holds ``--body-chars`` characters of real Chinese prose (0: none, the
 generator's one-line pages): the visible text of the ``reference``, ``faq`` and
@@ -147,7 +151,7 @@ class Variant:
 
 
 VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "mysql", "noindex", "trained",
-                 "trained-noindex")
+                 "trained-noindex", "jobdir", "mysql-jobdir")
 TRAINING_PAGES = 10
 DEFAULT_VARIANTS = ("baseline", "plain", "jieba", "rjieba", "inline")
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
@@ -173,6 +177,9 @@ def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYS
         # sampled from it (the defaults), scoring every page; without the search index too.
         "trained": Variant("trained", everything, train=TRAINING_PAGES),
         "trained-noindex": Variant("trained-noindex", {"SEARCH_INDEX": "false", **everything}, train=TRAINING_PAGES),
+        # plain and mysql with the durable frontier (a JOBDIR in the run's fresh directory).
+        "jobdir": Variant("jobdir", {"JOBDIR": "job"}),
+        "mysql-jobdir": Variant("mysql-jobdir", {"DATABASE_URL": mysql_url, "JOBDIR": "job"}),
     }
     return [table[name] for name in names]
 
@@ -188,6 +195,8 @@ class Run:
     overflows: int | None = None  # listen queue overflows during the run, machine-wide
     score_seconds: float | None = None  # topic/score_seconds, for a run with a topic
     scored: int | None = None  # topic/scored
+    store_writes: int = 0  # dupefilter/store_writes: URL-store rows written
+    store_batches: int = 0  # dupefilter/store_batches: their transactions
 
     @property
     def rate(self) -> float:
@@ -490,7 +499,8 @@ def run_topicspider(site: Site, workdir: Path, shared: Mapping[str, object], tim
     requests, span = site.check_requests(variant.name, workdir)
     score_seconds = stats.get("topic/score_seconds", 0.0) if variant.topic or variant.train else None
     return Run(variant.name, report["pages_fetched"], report["elapsed_seconds"], wall, requests, span,
-               score_seconds=score_seconds, scored=scored)
+               score_seconds=score_seconds, scored=scored, store_writes=stats.get("dupefilter/store_writes", 0),
+               store_batches=stats.get("dupefilter/store_batches", 0))
 
 
 def count_sqlite_pages(path: Path) -> int:
@@ -677,6 +687,11 @@ def print_summary(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
 
 
 def print_checks(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
+    writes = {name: (sum(r[name].store_writes for _, r in rounds), sum(r[name].store_batches for _, r in rounds),
+                     sum(r[name].pages for _, r in rounds)) for name in (v.name for v in variants) if name != "baseline"}
+    print("URL-store rows written per page (transactions per page): "
+          + ", ".join(f"{name} {rows / pages:.2f} ({batches / pages:.3f})"
+                      for name, (rows, batches, pages) in writes.items() if pages))
     requests = {(run.crawler, run.requests) for _, runs in rounds for run in runs.values()}
     print("page requests seen by the server per run: "
           + ", ".join(f"{name} {count}" for name, count in sorted(requests)))

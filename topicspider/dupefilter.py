@@ -16,6 +16,10 @@ LRU is new for sure while nothing has been evicted and the store started empty;
 after that, the store is asked, off the reactor thread, in batches. New fingerprints
 reach the store in batches too (``DUPEFILTER_FLUSH_SIZE`` of them, or every second);
 until then they are kept in memory.
+
+With a ``JOBDIR`` the store is the durable frontier as well (:attr:`LRUDupeFilter.durable`):
+the scheduler hands each new fingerprint its request, and says when a URL is queued
+again or finished; those travel in the same batches, in order.
 """
 
 from __future__ import annotations
@@ -28,16 +32,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy import Request
 from scrapy.dupefilters import BaseDupeFilter
-from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.job import job_dir
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredLock
 from twisted.internet.task import LoopingCall
-from twisted.python.threadpool import ThreadPool
 
 from topicspider.cluster import redis_url
 from topicspider.config import get_bool, get_int
-from topicspider.reactor_tools import in_thread
-from topicspider.storage.seen import SeenStore, SeenURL, job_name, open_seen_store
+from topicspider.reactor_tools import in_thread, thread_pool
+from topicspider.storage.seen import (
+    SeenStore,
+    SeenURL,
+    is_legacy_jobdir,
+    job_name,
+    open_seen_store,
+)
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -69,16 +78,20 @@ class LRUDupeFilter(BaseDupeFilter):
         # In distributed mode the crawl's Redis set is the exact store, and the cluster
         # scheduler claims fingerprints there itself.
         self.exact_store_in_redis = bool(redis_url(settings))
+        # The store outlives the crawl, so it keeps the frontier for a resume.
+        self.durable = bool(self.jobdir) and not self.exact_store_in_redis
+        self.legacy_jobdir = self.durable and is_legacy_jobdir(self.jobdir)
         self.job = job_name(crawler)
         self.lru: OrderedDict[bytes, None] = OrderedDict()
         self.unflushed: dict[bytes, SeenURL] = {}
-        self.in_flight: list[dict[bytes, SeenURL]] = []  # batches on their way to the store
+        self.in_flight: list[dict[bytes, SeenURL]] = []  # the batch on its way to the store
+        self.writing = DeferredLock()
         self.flush_pending = False
         # Every second as well as every DUPEFILTER_FLUSH_SIZE: a hard kill loses little.
         self.flusher = LoopingCall(self._start_flush)
         self.store: SeenStore | None = None
         self.store_may_know = False  # the store may hold a fingerprint the LRU does not
-        self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-dupefilter")
+        self.pool = thread_pool("topicspider-dupefilter")
         self.logged_one = False
 
     @classmethod
@@ -116,12 +129,28 @@ class LRUDupeFilter(BaseDupeFilter):
             return Verdict.SEEN
         return Verdict.UNKNOWN if self.store_may_know else Verdict.NEW
 
-    def remember(self, fingerprint: bytes, url: str = "", depth: int = 0) -> None:
-        """Record a new fingerprint; the store gets it with the next flush."""
-        self.unflushed[fingerprint] = SeenURL(fingerprint, url, depth)
+    def remember(self, fingerprint: bytes, url: str = "", depth: int = 0, request: bytes | None = None) -> None:
+        """Record a new fingerprint (and, when :attr:`durable`, its request as data);
+        the store gets it with the next flush."""
         self.remember_in_lru(fingerprint)
+        self.record(SeenURL(fingerprint, url, depth, request))
+
+    def record(self, entry: SeenURL) -> None:
+        """Tell the store, with the next flush, that a URL waits (again) or is finished;
+        what it is told last of a URL is what it keeps."""
+        self.unflushed.pop(entry.fingerprint, None)  # keeps the batch in the order told
+        self.unflushed[entry.fingerprint] = entry
         if len(self.unflushed) >= self.flush_size and not self.flush_pending:
             self._start_flush()
+
+    def flush_soon(self) -> None:
+        if self.unflushed and not self.flush_pending:
+            self._start_flush()
+
+    async def waiting(self, after: bytes, limit: int) -> list[tuple[bytes, bytes | None]]:
+        """The store's waiting URLs, ``limit`` at a time (see :meth:`SeenStore.waiting`)."""
+        assert self.store is not None
+        return await self._in_thread(self.store.waiting, after, limit)
 
     def remember_in_lru(self, fingerprint: bytes) -> None:
         """Record a fingerprint in the LRU alone: its exact store is elsewhere (the
@@ -140,22 +169,27 @@ class LRUDupeFilter(BaseDupeFilter):
         )
 
     async def flush(self) -> None:
-        """Send the fingerprints not yet in the store; batches are written in order. A
-        batch the store refuses goes back to be sent again, never dropped."""
+        """Send the fingerprints not yet in the store. One batch at a time: a batch the
+        store refuses goes back, under what was told since, to be sent again before
+        anything newer, so that an older word on a URL never overwrites a newer one."""
         self.flush_pending = False
-        if not self.unflushed or self.store is None:
-            return
-        batch, self.unflushed = self.unflushed, {}
-        self.in_flight.append(batch)
+        await maybe_deferred_to_future(self.writing.acquire())
         try:
-            await self._in_thread(self.store.add_many, list(batch.values()))
-            self.stats.inc_value("dupefilter/store_writes", len(batch))
-        except Exception as exc:  # noqa: BLE001 - keep the batch; the next flush retries it
-            self.unflushed = batch | self.unflushed
-            self.stats.inc_value("dupefilter/store_write_errors")
-            logger.warning("Could not write %d fingerprints to the URL store (%s); will retry", len(batch), exc)
+            if not self.unflushed or self.store is None:
+                return
+            batch, self.unflushed = self.unflushed, {}
+            self.in_flight.append(batch)
+            try:
+                await self._in_thread(self.store.add_many, list(batch.values()))
+                self.stats.inc_value("dupefilter/store_writes", len(batch))
+            except Exception as exc:  # noqa: BLE001 - keep the batch; the next flush retries it
+                self.unflushed = batch | self.unflushed
+                self.stats.inc_value("dupefilter/store_write_errors")
+                logger.warning("Could not write %d fingerprints to the URL store (%s); will retry", len(batch), exc)
+            finally:
+                self.in_flight.remove(batch)
         finally:
-            self.in_flight.remove(batch)
+            self.writing.release()
 
     async def check(self, fingerprints: Sequence[bytes]) -> set[bytes]:
         """Those of ``fingerprints`` the store holds."""

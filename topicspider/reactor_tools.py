@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
+from threading import Thread
 from typing import Any, TypeVar
 
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -31,6 +33,17 @@ def call_later(seconds: float, function: Callable[[], Any]) -> None:
     from twisted.internet import reactor
 
     reactor.callLater(seconds, function)
+
+
+def thread_pool(name: str, threads: int = 1) -> ThreadPool:
+    """A component's own pool for its blocking calls (a database, Redis). Its threads
+    never keep the process alive: a forced stop (a second Ctrl-C or SIGTERM) stops the
+    reactor without closing the crawl, so nothing would ever stop the pool, and Python
+    waits for every thread that is not a daemon before it exits. What such a thread was
+    writing is lost as in a kill, which the stores are made to survive."""
+    pool = ThreadPool(minthreads=1, maxthreads=threads, name=name)
+    pool.threadFactory = partial(Thread, daemon=True)  # type: ignore[method-assign]
+    return pool
 
 
 async def in_thread(pool: ThreadPool, function: Callable[..., T], *args: Any) -> T:

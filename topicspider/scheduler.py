@@ -19,26 +19,43 @@ go ahead:
   a slow, delayed or backed-off host would fill the downloader and stall every other
   host. So a host gets a request only when it has a free connection and, if it has a
   delay, no request of its already waiting for its turn.
+
+**The durable frontier.** With a ``JOBDIR``, the URL store (:mod:`topicspider.storage.seen`)
+is the frontier's truth, and Scrapy's disk queue only a buffer in front of it, emptied
+when the job resumes. A URL's request is written to the store, in the dupefilter's
+batches, as it is queued; the URL is marked finished there only once its callback has
+ended (so the requests it produced are queued, and written in the same or an earlier
+batch), its page is stored (the storage pipeline's ``pages_durable`` signal), and no
+other copy of it (a retry) is queued. A resumed job queues every URL still waiting,
+at its depth and priority, before it gives out any request. So a crawl killed at any
+moment loses no URL, and fetches again only what was being crawled, or read but not
+yet stored, at the kill. Stats: ``scheduler/restored``, ``scheduler/unencodable``
+(requests that are not data, kept in memory and Scrapy's queue only),
+``scheduler/unrestorable``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import shutil
 from collections import Counter, OrderedDict, deque
 from pathlib import Path
 from time import monotonic
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy.core.downloader import Downloader
 from scrapy.core.scheduler import Scheduler
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from topicspider.config import get_bool, get_int
 from topicspider.dupefilter import LRUDupeFilter, Verdict
 from topicspider.reactor_tools import call_later, sleep
+from topicspider.requestcodec import UnencodableRequest, decode_request, encode_request
+from topicspider.signals import pages_durable
+from topicspider.storage.seen import SeenURL
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -51,6 +68,19 @@ STORE_RETRY_DELAY = 1.0
 CLOSE_STORE_WAIT = 30.0
 # Blocked requests popped in one call before giving up until the next call.
 POPS_PER_CALL = 64
+# Waiting requests read back from the store at a time when a job resumes.
+RESTORE_BATCH = 1000
+STORAGE_PIPELINE = "topicspider.pipelines.storage.StoragePipeline"
+
+
+class Finished(NamedTuple):
+    """A URL whose last queued copy has been crawled: ``noticed`` (monotonic), and
+    ``after``, how many requests had been sent to the store for a look-up by then, which
+    all must be settled first (they may be its links)."""
+
+    noticed: float
+    after: int
+    entry: SeenURL
 
 
 def level_of(request: Request) -> tuple[Any, int]:
@@ -76,18 +106,77 @@ class FrontierScheduler(Scheduler):
         scheduler.retry_pending = False
         if not isinstance(scheduler.df, LRUDupeFilter):
             raise NotConfigured(f"{cls.__name__} needs DUPEFILTER_CLASS = topicspider.dupefilter.LRUDupeFilter")
+        scheduler._setup_durable(crawler)
         return scheduler
 
-    def open(self, spider: Any) -> Deferred[None] | None:
-        result = super().open(spider)
-        levels = self._levels_file()
-        if levels is not None and levels.exists():
-            # What was queued on disk, by (site, depth), for the level barrier.
-            self.waiting.update({(site, depth): count for site, depth, count in json.loads(levels.read_text())})
-        return result
+    def _setup_durable(self, crawler: Crawler) -> None:
+        self.durable = self.df.durable
+        self.restoring = False
+        self.unresolved_in = self.unresolved_out = 0  # requests sent to / settled by the store's look-up
+        self.copies: Counter[bytes] = Counter()  # fingerprint -> copies queued, held or being crawled
+        self.crawling: dict[Request, bytes] = {}  # given to the engine, callback not yet ended
+        self.awaiting_storage: deque[Finished] = deque()  # ... ended; the page may not be stored yet
+        self.to_mark: deque[Finished] = deque()  # ... and stored: to be marked finished
+        self.logged_unencodable = False
+        self.wait_for_storage = STORAGE_PIPELINE in build_component_list(crawler.settings.getwithbase("ITEM_PIPELINES"))
+        if self.durable:
+            crawler.signals.connect(self._pages_stored, signal=pages_durable)
 
-    def _levels_file(self) -> Path | None:
-        return Path(self.dqdir) / "levels.json" if self.dqdir else None
+    def open(self, spider: Any) -> Deferred[None] | None:
+        if self.durable and self.dqdir and not self.df.legacy_jobdir:
+            # The store holds the frontier; what Scrapy's queue kept may be out of date.
+            shutil.rmtree(self.dqdir)
+            Path(self.dqdir).mkdir()
+        result = super().open(spider)
+        if not self.durable:
+            return result
+        self.restoring = True
+        return deferred_from_coro(self._restore(result))
+
+    async def _restore(self, opened: Deferred[None] | None) -> None:
+        try:
+            if opened is not None:
+                await maybe_deferred_to_future(opened)
+            if self.df.legacy_jobdir:
+                self._adopt_disk_queue()
+            else:
+                await self._queue_waiting()
+        finally:
+            self.restoring = False
+
+    async def _queue_waiting(self) -> None:
+        after, restored, unrestorable = b"", 0, 0
+        while rows := await self.df.waiting(after, RESTORE_BATCH):
+            after = rows[-1][0]
+            for fingerprint, data in rows:
+                try:
+                    if data is None:
+                        raise UnencodableRequest("the request was not data")
+                    request = decode_request(data, self.spider)
+                except UnencodableRequest:
+                    unrestorable += 1
+                    continue
+                self.df.remember_in_lru(fingerprint)
+                self._push(request, fingerprint)
+                restored += 1
+        self._count("scheduler/restored", restored)
+        if restored:
+            logger.info("Resuming: %d waiting requests queued again from the URL store", restored)
+        if unrestorable:
+            self._count("scheduler/unrestorable", unrestorable)
+            logger.warning("%d waiting URLs could not be queued again: their requests were not kept as data",
+                           unrestorable)
+
+    def _adopt_disk_queue(self) -> None:
+        """An earlier version's JOBDIR: its queue is Scrapy's disk queue, which goes into
+        the store now."""
+        adopted = []
+        while (request := self._dqpop()) is not None:
+            adopted.append(request)
+        for request in adopted:
+            self._requeue(request)
+        self._count("scheduler/restored", len(adopted))
+        logger.info("Resuming a job of an earlier version: %d queued requests moved into the URL store", len(adopted))
 
     @staticmethod
     def _forget_download_slot(request: Request) -> None:
@@ -99,7 +188,7 @@ class FrontierScheduler(Scheduler):
     def enqueue_request(self, request: Request) -> bool:
         self._forget_download_slot(request)
         if request.dont_filter or self.df.redirect_within_identity(request):
-            return self._push(request)
+            return self._requeue(request)
         fingerprint = self.df.fingerprint(request)
         verdict = self.df.verdict(fingerprint)
         if verdict is Verdict.SEEN or fingerprint in self.unresolved:
@@ -108,14 +197,42 @@ class FrontierScheduler(Scheduler):
         if verdict is Verdict.UNKNOWN:
             # Only the store knows; ask it off the reactor thread, with others.
             self.unresolved[fingerprint] = request
+            self.unresolved_in += 1
             if not self.resolving:
                 self.resolving = True
                 self._call_soon(self._resolve)
             return True
-        self.df.remember(fingerprint, request.url, request.meta.get("depth", 0))
-        return self._push(request)
+        return self._admit(request, fingerprint)
 
-    def _push(self, request: Request) -> bool:
+    def _admit(self, request: Request, fingerprint: bytes) -> bool:
+        """Queue a URL the crawl has not seen before."""
+        self.df.remember(fingerprint, request.url, request.meta.get("depth", 0), self._as_data(request))
+        return self._push(request, fingerprint)
+
+    def _requeue(self, request: Request) -> bool:
+        """Queue a request without asking whether its URL was seen (a retry, a redirect
+        back to its own URL, a request marked ``dont_filter``): it waits again."""
+        if not self.durable:
+            return self._push(request)
+        fingerprint = self.df.fingerprint(request)
+        self.df.record(SeenURL(fingerprint, request.url, request.meta.get("depth", 0), self._as_data(request)))
+        return self._push(request, fingerprint)
+
+    def _as_data(self, request: Request) -> bytes | None:
+        """The request as the durable frontier keeps it, or None when there is none."""
+        if not self.durable:
+            return None
+        try:
+            return encode_request(request, self.spider)
+        except UnencodableRequest as exc:
+            self._count("scheduler/unencodable")
+            if not self.logged_unencodable:
+                logger.warning("A request is not data, so a resumed job will not have it (%s); further ones are"
+                               " only counted (scheduler/unencodable)", exc)
+                self.logged_unencodable = True
+            return None
+
+    def _push(self, request: Request, fingerprint: bytes | None = None) -> bool:
         assert self.stats is not None
         if self._dqpush(request):
             self.stats.inc_value("scheduler/enqueued/disk")
@@ -124,6 +241,8 @@ class FrontierScheduler(Scheduler):
             self.stats.inc_value("scheduler/enqueued/memory")
         self.stats.inc_value("scheduler/enqueued")
         self.waiting[level_of(request)] += 1
+        if self.durable:
+            self.copies[fingerprint or self.df.fingerprint(request)] += 1
         return True
 
     def _call_soon(self, coroutine_function: Any, delay: float = 0) -> None:
@@ -154,8 +273,10 @@ class FrontierScheduler(Scheduler):
                     elif self.df.verdict(fingerprint) is Verdict.SEEN:
                         self.df.log(request, self.spider)  # remembered while we asked
                     else:
-                        self.df.remember(fingerprint, request.url, request.meta.get("depth", 0))
-                        self._push(request)
+                        self._admit(request, fingerprint)
+                self.unresolved_out += len(batch)
+                if self.durable:
+                    self._mark_stored()
                 self._wake_engine()
         finally:
             self.resolving = self.retry_pending
@@ -181,7 +302,8 @@ class FrontierScheduler(Scheduler):
         return queued
 
     def has_pending_requests(self) -> bool:
-        return self.held_count > 0 or bool(self.unresolved) or self.resolving or super().has_pending_requests()
+        return (self.held_count > 0 or bool(self.unresolved) or self.resolving or self.restoring
+                or super().has_pending_requests())
 
     def __len__(self) -> int:
         return super().__len__() + self.held_count + len(self.unresolved)
@@ -192,6 +314,10 @@ class FrontierScheduler(Scheduler):
         return self.crawler.engine.downloader
 
     def next_request(self) -> Request | None:
+        if self.restoring:
+            return None  # a level half read back would let deeper requests go first
+        if self.durable and self.crawling:
+            self._note_finished()
         shallowest = self._shallowest_active() if self.level_sync else {}
         busy = self._busy_hosts()
         for host, requests in self.held.items():
@@ -250,7 +376,47 @@ class FrontierScheduler(Scheduler):
         self.waiting[level] -= 1
         if self.waiting[level] <= 0:
             del self.waiting[level]
+        if self.durable:
+            self.crawling[request] = self.df.fingerprint(request)
         return request
+
+    # The durable frontier: when a URL is finished
+
+    def _note_finished(self) -> None:
+        """Take the requests whose callback has ended off the crawling list; a URL none
+        of whose copies is queued or crawling any more is finished once its page is stored."""
+        in_progress = self._in_progress()
+        now = monotonic()
+        for request in [request for request in self.crawling if request not in in_progress]:
+            fingerprint = self.crawling.pop(request)
+            self.copies[fingerprint] -= 1
+            if self.copies[fingerprint] <= 0:
+                del self.copies[fingerprint]
+                entry = SeenURL(fingerprint, request.url, request.meta.get("depth", 0), finished=True)
+                self.awaiting_storage.append(Finished(now, self.unresolved_in, entry))
+        if not self.wait_for_storage:
+            self.to_mark += self.awaiting_storage
+            self.awaiting_storage.clear()
+            self._mark_stored()
+
+    def _pages_stored(self, before: float) -> None:
+        """Every page that reached the storage pipeline before ``before`` is stored."""
+        self._note_finished()
+        while self.awaiting_storage and self.awaiting_storage[0].noticed < before:
+            self.to_mark.append(self.awaiting_storage.popleft())
+        self._mark_stored()
+
+    def _mark_stored(self) -> None:
+        """Tell the store which URLs are finished, once the look-ups that were pending
+        when each was noticed (its links among them) are settled."""
+        marked = False
+        while self.to_mark and self.to_mark[0].after <= self.unresolved_out:
+            entry = self.to_mark.popleft().entry
+            if entry.fingerprint not in self.copies:  # not queued again since
+                self.df.record(entry)
+                marked = True
+        if marked:
+            self.df.flush_soon()
 
     def _busy_hosts(self) -> set[str]:
         """Hosts that must get nothing more now: all their connections are taken, or,
@@ -310,17 +476,21 @@ class FrontierScheduler(Scheduler):
             # them would lose pages for good.
             logger.warning("URL store unavailable at close: %d requests kept unchecked", len(self.unresolved))
             for request in self.unresolved.values():
-                self._push(request)
+                self._requeue(request)
+            self.unresolved_out += len(self.unresolved)
             self.unresolved = {}
+        if self.durable:
+            # The storage pipeline has closed: every page that reached it is stored.
+            self._note_finished()
+            self.to_mark += self.awaiting_storage
+            self.awaiting_storage.clear()
+            self._mark_stored()
         for requests in self.held.values():
             for request in requests:
                 if not self._dqpush(request):
                     self._mqpush(request)
         self.held.clear()
         self.held_count = 0
-        levels = self._levels_file()
-        if levels is not None:
-            levels.write_text(json.dumps([[site, depth, count] for (site, depth), count in self.waiting.items()]))
         result = super().close(reason)
         if result is not None:
             await maybe_deferred_to_future(result)

@@ -42,15 +42,28 @@ from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
-from twisted.python.threadpool import ThreadPool
 
-from topicspider.cluster import DECLINED_META, GIVE_BACK_META, RETURNED_META, ClusterKeys, connect, redis_url
-from topicspider.cluster.frontier import Exchange, ExchangeResult, Outgoing, RedisFrontier, level_field, queue_order
+from topicspider.cluster import (
+    DECLINED_META,
+    GIVE_BACK_META,
+    RETURNED_META,
+    ClusterKeys,
+    connect,
+    redis_url,
+)
+from topicspider.cluster.frontier import (
+    Exchange,
+    ExchangeResult,
+    Outgoing,
+    RedisFrontier,
+    level_field,
+    queue_order,
+)
 from topicspider.config import get_bool, get_float, get_int
 from topicspider.dupefilter import Verdict
-from topicspider.reactor_tools import call_later, in_thread, sleep
+from topicspider.reactor_tools import call_later, in_thread, sleep, thread_pool
+from topicspider.scheduler import STORAGE_PIPELINE, FrontierScheduler, level_of
 from topicspider.signals import host_booked, pages_durable
-from topicspider.scheduler import FrontierScheduler, level_of
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -70,7 +83,6 @@ CLOSE_WAIT = 30.0
 # the queue, behind what this worker holds.
 STUCK_AFTER = 2.0
 STUCK_HELD_LIMIT = 4  # ... but never past this many times REDIS_PREFETCH held
-STORAGE_PIPELINE = "topicspider.pipelines.storage.StoragePipeline"
 
 
 class ClusterScheduler(FrontierScheduler):
@@ -93,7 +105,7 @@ class ClusterScheduler(FrontierScheduler):
         self.keys = ClusterKeys.from_settings(settings, crawler.spidercls.name)
         # No automatic retries: a pipeline run twice would lease a batch to nobody.
         self.server = connect(settings, retries=False)
-        self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-cluster")
+        self.pool = thread_pool("topicspider-cluster")
         self.outgoing: list[tuple[Outgoing, bytes | None, Request]] = []
         self.claiming: set[bytes] = set()  # fingerprints in outgoing
         self.lease_of: dict[Request, bytes] = {}  # leased requests held here -> their queue entry

@@ -25,9 +25,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
-from twisted.python.threadpool import ThreadPool
 
-from topicspider.reactor_tools import in_thread
+from topicspider.reactor_tools import in_thread, thread_pool
 from topicspider.signals import fetch_failed
 from topicspider.storage import StorageError
 from topicspider.storage.seen import URLState, job_name
@@ -57,7 +56,7 @@ class URLStateLog:
         self.job = job_name(crawler)
         self.fingerprinter = crawler.request_fingerprinter
         self.pending: list[URLState] = []
-        self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-urlstate")
+        self.pool = thread_pool("topicspider-urlstate")
         self.table: MySQLURLTable | None = None
         self.flusher = LoopingCall(self._timed_flush)
         self.warned = False

@@ -32,7 +32,6 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request, Response
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import load_object
-from twisted.python.threadpool import ThreadPool
 
 from topicspider.cluster import (
     DECLINED_META,
@@ -45,7 +44,7 @@ from topicspider.cluster.hosts import FOREVER, Booking, HostTickets
 from topicspider.cluster.scheduler import ClusterScheduler
 from topicspider.config import get_float, get_int
 from topicspider.middlewares.pacing import PacingMiddleware
-from topicspider.reactor_tools import in_thread, sleep
+from topicspider.reactor_tools import in_thread, sleep, thread_pool
 from topicspider.signals import host_booked
 
 if TYPE_CHECKING:
@@ -93,10 +92,10 @@ class ClusterPacingMiddleware(PacingMiddleware):
         self.limit = get_int(settings, "CONCURRENT_REQUESTS_PER_DOMAIN")
         self.download_timeout = get_float(settings, "DOWNLOAD_TIMEOUT")
         self.tickets = HostTickets(connect(settings))
-        self.pool = ThreadPool(minthreads=1, maxthreads=THREADS, name="topicspider-clusterpacing")
+        self.pool = thread_pool("topicspider-clusterpacing", THREADS)
         # Releases and pauses in order, on one thread: a 429's pause must land before
         # its place is freed, or another worker could start on the host in between.
-        self.updates = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-clusterpacing-updates")
+        self.updates = thread_pool("topicspider-clusterpacing-updates")
         self.worker = uuid.uuid4().hex[:12]
         self.numbers = itertools.count()
         self.held: dict[Request, tuple[str, str]] = {}  # request -> (host, ticket)

@@ -31,13 +31,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredLock
 from twisted.internet.task import LoopingCall
-from twisted.python.threadpool import ThreadPool
 
 from topicspider.config import get_bool, get_float, get_int
 from topicspider.items import PageItem
-from topicspider.reactor_tools import in_thread, sleep
+from topicspider.reactor_tools import in_thread, sleep, thread_pool
 from topicspider.signals import pages_durable
-from topicspider.storage import BatchOutcome, StorageError, Store, backend_for, write_isolating
+from topicspider.storage import (
+    BatchOutcome,
+    StorageError,
+    Store,
+    backend_for,
+    write_isolating,
+)
 from topicspider.storage.spill import spill_pages
 from topicspider.urls import mask_url
 
@@ -70,7 +75,7 @@ class StoragePipeline:
         self.buffer: list[PageItem] = []
         # One thread: a backend connection is used by one thread only, and batches
         # are written in the order they were filled.
-        self.pool = ThreadPool(minthreads=1, maxthreads=1, name="topicspider-storage")
+        self.pool = thread_pool("topicspider-storage")
         self.store: Store | None = None
         self.flusher = LoopingCall(self._timed_flush)
 

@@ -13,6 +13,9 @@ starting together migrate once; its version is kept in ``topicspider_schema``:
   (``waiting``, ``running``, ``done``, ``error``), depth, times, last HTTP status and
   error. It is the exact store behind the dupefilter's LRU in MySQL mode
   (:class:`MySQLURLTable`), and :mod:`topicspider.extensions.urlstate` keeps the states.
+  With a ``JOBDIR`` it is the durable frontier too: ``request`` holds a URL's request
+  (JSON) from when it is queued until it is finished, and a resumed job queues the
+  rows that still have one.
 
 Every statement is parameterised. Each call comes from one thread (the storage
 pipeline's, the dupefilter's, the URL-state log's), each with its own connection. A
@@ -64,7 +67,7 @@ RETRYABLE_CODES = frozenset({
 })
 
 TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -155,6 +158,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             CONSTRAINT page_labels_page FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE
         ) {TABLE_OPTIONS}""",
     ),
+    # The durable frontier: a waiting URL's request (topicspider.requestcodec), NULL
+    # once it is finished.
+    5: ("ALTER TABLE urls ADD COLUMN request MEDIUMBLOB NULL",),
 }
 
 UPSERT_PAGE = """
@@ -167,10 +173,13 @@ ON DUPLICATE KEY UPDATE
     relevance = VALUES(relevance), relevance_terms = VALUES(relevance_terms), text = VALUES(text), content_type = VALUES(content_type),
     encoding = VALUES(encoding), content_length = VALUES(content_length)
 """
-# Every value a parameter, so that pymysql's executemany sends multi-row INSERTs.
-INSERT_URL = """
-INSERT IGNORE INTO urls (job, fingerprint, url, depth, state, first_seen, updated)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
+# Every value a parameter, so that pymysql's executemany sends multi-row INSERTs. A URL
+# queued again (a retry) waits again; a finished one lets go of its request. Its state
+# column is the URL-state log's.
+UPSERT_URL = """
+INSERT INTO urls (job, fingerprint, url, depth, state, first_seen, updated, request)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+ON DUPLICATE KEY UPDATE request = VALUES(request)
 """
 # A state only moves forward (an ENUM is its position in a number context): a late
 # "running" does not undo "done", and a retry's success turns "error" into "done". The row is created if the dupefilter's has not
@@ -401,8 +410,21 @@ class MySQLURLTable(_Connected):
 
     def add_many(self, entries: Sequence[SeenURL]) -> None:
         now = _now()
-        rows = [(self.job, entry.fingerprint, entry.url, entry.depth, "waiting", now, now) for entry in entries]
-        self._run(_executemany, INSERT_URL, rows)
+        rows = [(self.job, entry.fingerprint, entry.url, entry.depth, "waiting", now, now,
+                 None if entry.finished else entry.request) for entry in entries]
+        self._run(_executemany, UPSERT_URL, rows)
+
+    def waiting(self, after: bytes, limit: int) -> list[tuple[bytes, bytes | None]]:
+        """Rows with a request: a URL whose request was not kept cannot be told from a
+        finished one here."""
+        def select(connection: Connection[Cursor]) -> list[tuple[bytes, bytes | None]]:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT fingerprint, request FROM urls WHERE job = %s AND fingerprint > %s"
+                               " AND request IS NOT NULL ORDER BY fingerprint LIMIT %s", (self.job, after, limit))
+                return [(bytes(fingerprint), bytes(request)) for fingerprint, request in cursor.fetchall()]
+
+        rows: list[tuple[bytes, bytes | None]] = self._run(select)
+        return rows
 
     def contains_many(self, fingerprints: Sequence[bytes]) -> set[bytes]:
         found: set[bytes] = self._run(self._contains, list(fingerprints))

@@ -1,11 +1,19 @@
-"""Exact stores of request fingerprints: the truth behind the dupefilter's LRU.
+"""Exact stores of request fingerprints: the truth behind the dupefilter's LRU, and the
+durable frontier.
 
-A store holds every fingerprint of one crawl job. In local mode it is an SQLite file:
-``JOBDIR/seen.sqlite`` when the crawl has a ``JOBDIR`` (so a resumed job remembers
-what it fetched), otherwise a temporary file removed when the crawl ends (a new crawl
-re-fetches, and re-stores, its pages). With a MySQL ``DATABASE_URL`` it is the crawl
-job's rows of the database's ``urls`` table (:mod:`topicspider.storage.mysql`), which
-record each URL's state as well. Calls come from one thread, never the reactor's.
+A store holds every fingerprint of one crawl job, each either *waiting* (queued, held or
+being crawled) with its request as data (:mod:`topicspider.requestcodec`), or
+*finished* (done, failed or dropped, and its page, if any, stored). A resumed job queues
+its waiting requests again. In local mode it is an SQLite file: ``JOBDIR/frontier.sqlite``
+when the crawl has a ``JOBDIR``, otherwise a temporary file removed when the crawl ends
+(a new crawl re-fetches, and re-stores, its pages; no request is kept in it). With a
+MySQL ``DATABASE_URL`` it is the crawl job's rows of the database's ``urls`` table
+(:mod:`topicspider.storage.mysql`), which record each URL's state as well. Calls come
+from one thread, never the reactor's.
+
+A ``JOBDIR`` of an earlier version holds ``seen.sqlite``, fingerprints only, beside
+Scrapy's own disk queue: its fingerprints become finished ones, and the scheduler moves
+the disk queue's requests into the store.
 """
 
 from __future__ import annotations
@@ -23,8 +31,8 @@ from weakref import WeakKeyDictionary
 
 from topicspider.cluster import ClusterKeys, redis_url
 from topicspider.storage import chunks
-from topicspider.storage.dialect import SQLITE
 from topicspider.storage.crawls import check_crawl_id
+from topicspider.storage.dialect import SQLITE
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -33,14 +41,19 @@ if TYPE_CHECKING:
 
 JOB_NAME_MAX = 100  # the urls table's job column
 JOB_NAME_FILE = "topicspider-job"
+STORE_FILE = "frontier.sqlite"
+LEGACY_STORE_FILE = "seen.sqlite"  # fingerprints only, before the durable frontier
 
 
 class SeenURL(NamedTuple):
-    """A URL the crawl has not seen before: what the exact store keeps of it."""
+    """What the exact store is told of a URL: that it waits, with its ``request`` (JSON,
+    or None where it is not kept), or that it is ``finished``."""
 
     fingerprint: bytes
     url: str = ""
     depth: int = 0
+    request: bytes | None = None
+    finished: bool = False
 
 
 class URLState(NamedTuple):
@@ -56,28 +69,51 @@ class URLState(NamedTuple):
 
 
 class SeenStore(Protocol):
-    def add_many(self, entries: Sequence[SeenURL]) -> None: ...
+    def add_many(self, entries: Sequence[SeenURL]) -> None:
+        """Record ``entries`` in one transaction, each replacing what was known of its URL."""
 
     def contains_many(self, fingerprints: Sequence[bytes]) -> set[bytes]: ...
 
     def count(self) -> int: ...
 
+    def waiting(self, after: bytes, limit: int) -> list[tuple[bytes, bytes | None]]:
+        """Up to ``limit`` waiting URLs' (fingerprint, request), in fingerprint order,
+        after ``after``."""
+
     def close(self) -> None: ...
+
+
+WAITING, FINISHED = 0, 1
 
 
 class SQLiteSeenStore:
     def __init__(self, path: Path, *, temporary: bool) -> None:
         self.path, self.temporary = path, temporary
+        legacy = path.with_name(LEGACY_STORE_FILE)
+        adopt = not temporary and not path.exists() and legacy.exists()
         self.connection = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
         self.connection.execute("PRAGMA journal_mode = WAL")
         self.connection.execute("PRAGMA synchronous = NORMAL")
-        self.connection.execute("CREATE TABLE IF NOT EXISTS seen (fingerprint BLOB PRIMARY KEY) WITHOUT ROWID")
+        self.connection.execute("CREATE TABLE IF NOT EXISTS frontier (fingerprint BLOB PRIMARY KEY,"
+                                " state INTEGER NOT NULL, request BLOB) WITHOUT ROWID")
+        if adopt:
+            self._adopt(legacy)
+
+    def _adopt(self, legacy: Path) -> None:
+        with self.connection:
+            self.connection.execute("BEGIN")
+            self.connection.execute("ATTACH DATABASE ? AS legacy", (str(legacy),))
+            self.connection.execute(f"INSERT OR IGNORE INTO frontier SELECT fingerprint, {FINISHED}, NULL"
+                                    " FROM legacy.seen")
+        self.connection.execute("DETACH DATABASE legacy")
 
     def add_many(self, entries: Sequence[SeenURL]) -> None:
         with self.connection:
             self.connection.execute("BEGIN")
             self.connection.executemany(
-                "INSERT OR IGNORE INTO seen (fingerprint) VALUES (?)", [(entry.fingerprint,) for entry in entries]
+                "INSERT INTO frontier (fingerprint, state, request) VALUES (?, ?, ?) ON CONFLICT (fingerprint)"
+                " DO UPDATE SET state = excluded.state, request = excluded.request",
+                [(entry.fingerprint, FINISHED if entry.finished else WAITING, entry.request) for entry in entries],
             )
 
     def contains_many(self, fingerprints: Sequence[bytes]) -> set[bytes]:
@@ -85,17 +121,27 @@ class SQLiteSeenStore:
         for chunk in chunks(fingerprints):
             marks = SQLITE.marks(len(chunk))
             found.update(row[0] for row in self.connection.execute(
-                f"SELECT fingerprint FROM seen WHERE fingerprint IN ({marks})", chunk))
+                f"SELECT fingerprint FROM frontier WHERE fingerprint IN ({marks})", chunk))
         return found
 
     def count(self) -> int:
-        return int(self.connection.execute("SELECT COUNT(*) FROM seen").fetchone()[0])
+        return int(self.connection.execute("SELECT COUNT(*) FROM frontier").fetchone()[0])
+
+    def waiting(self, after: bytes, limit: int) -> list[tuple[bytes, bytes | None]]:
+        return list(self.connection.execute(
+            f"SELECT fingerprint, request FROM frontier WHERE fingerprint > ? AND state = {WAITING}"
+            " ORDER BY fingerprint LIMIT ?", (after, limit)))
 
     def close(self) -> None:
         self.connection.close()
         if self.temporary:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+
+def is_legacy_jobdir(jobdir: str | None) -> bool:
+    """Whether ``jobdir`` is an earlier version's, whose queue is Scrapy's disk queue."""
+    return bool(jobdir) and not Path(jobdir, STORE_FILE).exists() and Path(jobdir, LEGACY_STORE_FILE).exists()
 
 
 def open_seen_store(jobdir: str | None, database_url: str = "", job: str = "") -> SeenStore:
@@ -107,7 +153,7 @@ def open_seen_store(jobdir: str | None, database_url: str = "", job: str = "") -
         return MySQLURLTable(database_url, job)
     if jobdir:
         Path(jobdir).mkdir(parents=True, exist_ok=True)
-        return SQLiteSeenStore(Path(jobdir) / "seen.sqlite", temporary=False)
+        return SQLiteSeenStore(Path(jobdir) / STORE_FILE, temporary=False)
     handle, name = tempfile.mkstemp(prefix="topicspider-seen-", suffix=".sqlite")
     os.close(handle)
     return SQLiteSeenStore(Path(name), temporary=True)

@@ -9,9 +9,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
-from twisted.python.threadpool import ThreadPool
-
-from topicspider.reactor_tools import in_thread
+from topicspider.reactor_tools import in_thread, thread_pool
 from topicspider.storage import Store, open_store
 from topicspider.storage.dialect import Dialect
 
@@ -21,7 +19,7 @@ T = TypeVar("T")
 class StoreThread:
     def __init__(self, database_url: str, name: str) -> None:
         self.database_url = database_url
-        self.pool = ThreadPool(minthreads=1, maxthreads=1, name=name)
+        self.pool = thread_pool(name)
         self.store: Store | None = None
 
     async def open(self) -> None:

@@ -1,0 +1,193 @@
+"""The durable frontier: with a ``JOBDIR``, a crawl killed at any moment (SIGKILL, as an
+out-of-memory kill or a power cut would) resumes with nothing lost, against real crawls
+of a local site."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_project
+
+from tests.services import query
+from topicspider.fingerprint import url_fingerprint
+from topicspider.localsite import generate_site
+from topicspider.runner import crawl_command, project_env
+from topicspider.storage.seen import SeenURL, open_seen_store
+
+PAGES = 300
+# The crawl's own limits, which bound what a kill can cost (the README's guarantee):
+# pages being crawled (the downloader's slots), and pages read but not yet marked
+# finished, at most the storage pipeline's last two batches.
+CONCURRENCY = 4
+STORAGE_BATCH = 50
+REFETCH_BOUND = CONCURRENCY + 2 * STORAGE_BATCH
+
+
+def _kill_after(command: list[str], workdir: Path, served: Any, count: int) -> None:
+    """Start the crawl, and SIGKILL it once the site has served ``count`` pages (at once
+    for 0: during start-up)."""
+    crawler = subprocess.Popen(command, cwd=workdir, env=project_env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while served() < count and crawler.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    crawler.send_signal(signal.SIGKILL)
+    crawler.wait(timeout=30)
+
+
+def _stored(workdir: Path, database_url: str) -> Counter[str]:
+    if database_url:
+        return Counter(url for (url,) in query(database_url, "SELECT url FROM pages"))
+    with sqlite3.connect(workdir / "topicspider.db") as db:
+        return Counter(url for (url,) in db.execute("SELECT url FROM pages"))
+
+
+@pytest.fixture(params=["sqlite", "mysql"])
+def database_url(request) -> str:
+    return request.getfixturevalue("mysql_url") if request.param == "mysql" else ""
+
+
+# Kills during start-up, in the first levels, mid-crawl and near the end (the storage
+# pipeline's last batches and close).
+@pytest.mark.parametrize("kills", [(0, 40), (15, 120, 200), (260, PAGES)])
+def test_a_killed_crawl_resumes_with_nothing_lost(tmp_path, serve, kills, database_url):
+    depths = generate_site(tmp_path / "site", pages=PAGES, links_per_page=5, seed=17)
+    site = serve(tmp_path / "site")
+    workdir, jobdir = tmp_path / "work", tmp_path / "job"
+    workdir.mkdir()
+    command = crawl_command(site.url + "/", max(depths.values()), {
+        "JOBDIR": jobdir, "DOWNLOAD_DELAY": 0.005, "CONCURRENT_REQUESTS_PER_DOMAIN": CONCURRENCY,
+        "DUPEFILTER_LRU_CAPACITY": 60, "STORAGE_BATCH_SIZE": STORAGE_BATCH,
+        **({"DATABASE_URL": database_url} if database_url else {}),
+    })
+
+    for count in kills:
+        _kill_after(command, workdir, lambda: len(site.paths()), count)
+    before_resume = len(site.paths())
+    resumed = run_project(command, workdir)
+
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    stored = _stored(workdir, database_url)
+    assert len(stored) == PAGES, f"{PAGES - len(stored)} reachable pages never stored"
+    assert max(stored.values()) == 1
+    requested = Counter(site.paths())
+    assert set(requested) == set(depths)
+    # Re-fetched: only what was in flight or not yet stored at each kill.
+    refetched = sum(requested.values()) - PAGES
+    assert refetched <= len(kills) * REFETCH_BOUND, (refetched, before_resume)
+    # Done: a second resume has nothing left to fetch.
+    again = run_project(command, workdir)
+    assert again.returncode == 0 and len(site.paths()) == sum(requested.values()), again.stderr[-2000:]
+
+
+def test_a_jobdir_of_an_earlier_version_resumes_its_queue(tmp_path, serve):
+    """Before the durable frontier, a JOBDIR held fingerprints in seen.sqlite and the queue
+    in Scrapy's disk queue only: its queued requests move into the store."""
+    depths = generate_site(tmp_path / "site", pages=80, links_per_page=4, seed=3)
+    site = serve(tmp_path / "site")
+    workdir, jobdir = tmp_path / "work", tmp_path / "job"
+    workdir.mkdir()
+    command = crawl_command(site.url + "/", max(depths.values()), {
+        "JOBDIR": jobdir, "DOWNLOAD_DELAY": 0.02, "CONCURRENT_REQUESTS_PER_DOMAIN": 2})
+    crawler = subprocess.Popen(command, cwd=workdir, env=project_env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(site.paths()) < 20 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    crawler.send_signal(signal.SIGINT)
+    assert crawler.wait(timeout=60) == 0
+    # A graceful stop leaves the waiting requests in Scrapy's disk queue too, as that
+    # version did; it kept the fingerprints of every URL seen, with no state.
+    assert (jobdir / "requests.queue" / "active.json").exists()
+    with sqlite3.connect(jobdir / "frontier.sqlite") as frontier:
+        fingerprints = frontier.execute("SELECT fingerprint FROM frontier").fetchall()
+        assert frontier.execute("SELECT COUNT(*) FROM frontier WHERE state = 0").fetchone()[0] > 0
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{jobdir / 'frontier.sqlite'}{suffix}").unlink(missing_ok=True)
+    with sqlite3.connect(jobdir / "seen.sqlite") as seen:
+        seen.execute("CREATE TABLE seen (fingerprint BLOB PRIMARY KEY) WITHOUT ROWID")
+        seen.executemany("INSERT INTO seen VALUES (?)", fingerprints)
+
+    resumed = run_project(command, workdir)
+
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    requested = Counter(site.paths())
+    assert set(requested) == set(depths) and max(requested.values()) == 1
+    assert "moved into the URL store" in resumed.stderr
+
+
+def test_the_store_keeps_waiting_requests_until_they_finish(tmp_path) -> None:
+    store = open_seen_store(str(tmp_path / "job"))
+    fingerprints = [url_fingerprint(f"http://e.com/{i}") for i in range(5)]
+    store.add_many([SeenURL(fp, f"http://e.com/{i}", 1, request=b"{}") for i, fp in enumerate(fingerprints)])
+    store.add_many([SeenURL(fingerprints[1], finished=True), SeenURL(fingerprints[3], finished=True)])
+    store.close()
+
+    reopened = open_seen_store(str(tmp_path / "job"))
+    assert reopened.count() == 5
+    first = reopened.waiting(b"", 2)
+    assert len(first) == 2 and len(reopened.waiting(first[-1][0], 2)) == 1
+    # A finished URL queued again (a retry) waits again.
+    reopened.add_many([SeenURL(fingerprints[1], request=b"{}")])
+    assert len(reopened.waiting(b"", 100)) == 4
+
+
+def _wait_for(condition: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+# A second Ctrl-C or SIGTERM forces the stop: in each phase, the process is gone within
+# 10 s, and the job then resumes with nothing lost.
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("phase", ["start-up", "crawling", "closing"])
+def test_a_forced_stop_ends_within_10_s_and_resumes(tmp_path, serve, phase, stop):
+    depths = generate_site(tmp_path / "site", pages=120, links_per_page=4, seed=23)
+    # The deepest pages are slow, so they are fetched last, and keep a graceful stop waiting.
+    deepest = [path for path, depth in depths.items() if depth == max(depths.values())]
+    slow = [tmp_path / "site" / f"{path.lstrip('/')}.headers" for path in deepest]
+    for sidecar in slow:
+        sidecar.write_text("Delay: 60\n")
+    site = serve(tmp_path / "site")
+    workdir, jobdir = tmp_path / "work", tmp_path / "job"
+    workdir.mkdir()
+    command = crawl_command(site.url + "/", max(depths.values()), {
+        "JOBDIR": jobdir, "DOWNLOAD_DELAY": 0.01, "CONCURRENT_REQUESTS_PER_DOMAIN": 4})
+    log = workdir / "crawl.log"
+    with log.open("w") as stderr:
+        crawler = subprocess.Popen(command, cwd=workdir, env=project_env(), stdout=subprocess.DEVNULL, stderr=stderr)
+    if phase == "start-up":
+        _wait_for(lambda: "Overridden settings" in log.read_text() or crawler.poll() is not None)
+        crawler.send_signal(stop)
+    else:
+        # Mid-crawl, or with only the slow pages left in flight.
+        _wait_for(lambda: len(site.paths()) >= (30 if phase == "crawling" else len(depths) - len(slow)))
+        crawler.send_signal(stop)
+        if phase == "closing":
+            _wait_for(lambda: "Closing spider" in log.read_text())
+    time.sleep(0.2)
+    crawler.send_signal(stop)
+    forced = time.monotonic()
+    try:
+        crawler.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        crawler.kill()
+        crawler.wait()
+        pytest.fail(f"still running 10 s after a second {signal.Signals(stop).name}: {log.read_text()[-2000:]}")
+    assert time.monotonic() - forced < 10
+
+    for sidecar in slow:
+        sidecar.unlink()
+    resumed = run_project(command, workdir)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    stored = _stored(workdir, "")
+    assert len(stored) == len(depths) and max(stored.values()) == 1

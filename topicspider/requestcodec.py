@@ -1,0 +1,102 @@
+"""Requests as JSON data, for the durable frontier's store (:mod:`topicspider.scheduler`).
+
+Scrapy's disk queues pickle requests, and unpickling runs whatever the bytes say: fine
+for a file only this crawl writes, not for a database others can write to. Here a
+request is :meth:`scrapy.Request.to_dict` (callbacks by their spider method's name)
+written as JSON, with bytes and non-string dictionary keys tagged, so that reading it
+back builds a request and nothing else. A request subclass is named by its import path,
+and only those of Scrapy and topicspider are loaded back.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request as ScrapyRequest
+from scrapy.utils.request import request_from_dict
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+
+# Tags of values JSON has no form for; a NUL-led key is never a real meta key.
+BYTES_TAG = "\0b"
+PAIRS_TAG = "\0d"  # a dictionary whose keys are not all strings, or that holds a tag
+TRUSTED_CLASS_PREFIXES = ("scrapy.", "topicspider.")
+
+
+class UnencodableRequest(ValueError):
+    """A request holding a value that is not data (an object, a set), or a callback
+    that is not a method of the spider."""
+
+
+def encode_request(request: Request, spider: Spider | None) -> bytes:
+    try:
+        return json.dumps(_to_json(_fields(request, spider)), separators=(",", ":")).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise UnencodableRequest(f"{request}: {exc}") from exc
+
+
+def _fields(request: Request, spider: Spider | None) -> dict[str, Any]:
+    """:meth:`scrapy.Request.to_dict`, less its search of every spider attribute for each
+    callback (``inspect.getmembers``), which costs more than the rest together."""
+    fields: dict[str, Any] = {
+        "url": request.url,
+        "callback": _method_name(request.callback, spider),
+        "errback": _method_name(request.errback, spider),
+        "headers": dict(request.headers),
+    }
+    for attribute in request.attributes:
+        fields.setdefault(attribute, getattr(request, attribute))
+    if type(request) is not ScrapyRequest:
+        fields["_class"] = f"{type(request).__module__}.{type(request).__name__}"
+    return fields
+
+
+def _method_name(function: Any, spider: Spider | None) -> str | None:
+    if function is None or isinstance(function, str):
+        return function
+    name = getattr(function, "__name__", None)
+    if spider is None or getattr(function, "__self__", None) is not spider or getattr(spider, str(name), None) != function:
+        raise ValueError(f"{function!r} is not a method of the spider")
+    return str(name)
+
+
+def decode_request(data: bytes, spider: Spider | None) -> Request:
+    try:
+        fields = _from_json(json.loads(data))
+        if not isinstance(fields, dict) or not isinstance(fields.get("url"), str):
+            raise ValueError("not a request")
+        class_name = fields.get("_class")
+        if class_name is not None and not str(class_name).startswith(TRUSTED_CLASS_PREFIXES):
+            raise ValueError(f"request class {class_name!r} is not Scrapy's or topicspider's")
+        return request_from_dict(fields, spider=spider)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise UnencodableRequest(f"undecodable request: {exc}") from exc
+
+
+def _to_json(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, bytes):
+        return {BYTES_TAG: base64.b64encode(value).decode("ascii")}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(item) for item in value]
+    if isinstance(value, dict):
+        if all(isinstance(key, str) and not key.startswith("\0") for key in value):
+            return {key: _to_json(item) for key, item in value.items()}
+        return {PAIRS_TAG: [[_to_json(key), _to_json(item)] for key, item in value.items()]}
+    raise TypeError(f"{type(value).__name__} is not data")
+
+
+def _from_json(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_from_json(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1 and BYTES_TAG in value:
+        return base64.b64decode(value[BYTES_TAG])
+    if len(value) == 1 and PAIRS_TAG in value:
+        return {_from_json(key): _from_json(item) for key, item in value[PAIRS_TAG]}
+    return {key: _from_json(item) for key, item in value.items()}
