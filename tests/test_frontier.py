@@ -191,3 +191,27 @@ def test_a_forced_stop_ends_within_10_s_and_resumes(tmp_path, serve, phase, stop
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     stored = _stored(workdir, "")
     assert len(stored) == len(depths) and max(stored.values()) == 1
+
+
+def test_pages_of_a_host_whose_robots_txt_was_unreachable_wait_for_the_resume(tmp_path, serve):
+    """RFC 9309 makes an unreachable robots.txt disallow its host for now: its pages end
+    as errors of this run, and stay waiting in the store, so that a resume tries them."""
+    depths = generate_site(tmp_path / "site", pages=20, links_per_page=3, seed=4)
+    sidecar = tmp_path / "site" / "robots.txt.headers"
+    (tmp_path / "site" / "robots.txt").write_text("")
+    sidecar.write_text("Status: 503\n")
+    site = serve(tmp_path / "site")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    command = crawl_command(site.url + "/", max(depths.values()), {
+        "JOBDIR": tmp_path / "job", "DOWNLOAD_DELAY": 0, "ROBOTSTXT_RETRY_TIMES": 0})
+
+    first = run_project(command, workdir)
+
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert site.paths() == [] and "1 URLs left waiting for a resume, failed for now (robots.txt unreachable: 1)" in first.stderr
+    sidecar.unlink()
+    resumed = run_project(command, workdir)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert sorted(site.paths()) == sorted(depths)
+    assert len(_stored(workdir, "")) == len(depths)

@@ -8,7 +8,7 @@ asynchronously. Settings: ``DUPEFILTER_LRU_CAPACITY``, ``DUPEFILTER_FLUSH_SIZE``
 ``DUPEFILTER_DEBUG``, ``JOBDIR``; with ``REDIS_URL``, the exact store is the distributed
 crawl's Redis set instead (see :mod:`topicspider.cluster.scheduler`). Stats: ``dupefilter/filtered``,
 ``dupefilter/lru_hits``, ``dupefilter/lru_evictions``, ``dupefilter/store_lookups``,
-``dupefilter/store_hits``, ``dupefilter/store_writes``, ``dupefilter/store_write_errors``,
+``dupefilter/store_hits``, ``dupefilter/store_writes``, ``dupefilter/store_batches``, ``dupefilter/store_write_errors``,
 ``dupefilter/store_write_dropped``.
 
 The LRU is the fast path and the store is the truth. A fingerprint missing from the
@@ -182,6 +182,7 @@ class LRUDupeFilter(BaseDupeFilter):
             try:
                 await self._in_thread(self.store.add_many, list(batch.values()))
                 self.stats.inc_value("dupefilter/store_writes", len(batch))
+                self.stats.inc_value("dupefilter/store_batches")
             except Exception as exc:  # noqa: BLE001 - keep the batch; the next flush retries it
                 self.unflushed = batch | self.unflushed
                 self.stats.inc_value("dupefilter/store_write_errors")

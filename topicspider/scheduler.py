@@ -29,9 +29,11 @@ batch), its page is stored (the storage pipeline's ``pages_durable`` signal), an
 other copy of it (a retry) is queued. A resumed job queues every URL still waiting,
 at its depth and priority, before it gives out any request. So a crawl killed at any
 moment loses no URL, and fetches again only what was being crawled, or read but not
-yet stored, at the kill. Stats: ``scheduler/restored``, ``scheduler/unencodable``
-(requests that are not data, kept in memory and Scrapy's queue only),
-``scheduler/unrestorable``.
+yet stored, at the kill. A request that failed for a reason of the moment
+(``RESUME_LATER_META``: robots.txt unreachable, its page lost) is an error of this
+run, and its URL stays waiting for the resume. Stats: ``scheduler/restored``,
+``scheduler/unencodable`` (requests that are not data, kept in memory and Scrapy's
+queue only), ``scheduler/unrestorable``, ``scheduler/resume_later``.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from topicspider.config import get_bool, get_int
 from topicspider.dupefilter import LRUDupeFilter, Verdict
 from topicspider.reactor_tools import call_later, sleep
 from topicspider.requestcodec import UnencodableRequest, decode_request, encode_request
-from topicspider.signals import pages_durable
+from topicspider.signals import RESUME_LATER_META, pages_durable
 from topicspider.storage.seen import SeenURL
 
 if TYPE_CHECKING:
@@ -118,6 +120,7 @@ class FrontierScheduler(Scheduler):
         self.awaiting_storage: deque[Finished] = deque()  # ... ended; the page may not be stored yet
         self.to_mark: deque[Finished] = deque()  # ... and stored: to be marked finished
         self.logged_unencodable = False
+        self.resume_later: Counter[str] = Counter()  # reason -> URLs failed for now, left waiting
         self.wait_for_storage = STORAGE_PIPELINE in build_component_list(crawler.settings.getwithbase("ITEM_PIPELINES"))
         if self.durable:
             crawler.signals.connect(self._pages_stored, signal=pages_durable)
@@ -390,10 +393,14 @@ class FrontierScheduler(Scheduler):
         for request in [request for request in self.crawling if request not in in_progress]:
             fingerprint = self.crawling.pop(request)
             self.copies[fingerprint] -= 1
-            if self.copies[fingerprint] <= 0:
-                del self.copies[fingerprint]
-                entry = SeenURL(fingerprint, request.url, request.meta.get("depth", 0), finished=True)
-                self.awaiting_storage.append(Finished(now, self.unresolved_in, entry))
+            if self.copies[fingerprint] > 0:
+                continue
+            del self.copies[fingerprint]
+            if later := request.meta.get(RESUME_LATER_META):
+                self.resume_later[later] += 1  # stays waiting in the store
+                continue
+            entry = SeenURL(fingerprint, request.url, request.meta.get("depth", 0), finished=True)
+            self.awaiting_storage.append(Finished(now, self.unresolved_in, entry))
         if not self.wait_for_storage:
             self.to_mark += self.awaiting_storage
             self.awaiting_storage.clear()
@@ -405,6 +412,13 @@ class FrontierScheduler(Scheduler):
         while self.awaiting_storage and self.awaiting_storage[0].noticed < before:
             self.to_mark.append(self.awaiting_storage.popleft())
         self._mark_stored()
+
+    def _report_resume_later(self) -> None:
+        total = sum(self.resume_later.values())
+        if total:
+            self._count("scheduler/resume_later", total)
+            reasons = ", ".join(f"{reason}: {count}" for reason, count in self.resume_later.most_common())
+            logger.info("%d URLs left waiting for a resume, failed for now (%s)", total, reasons)
 
     def _mark_stored(self) -> None:
         """Tell the store which URLs are finished, once the look-ups that were pending
@@ -485,6 +499,7 @@ class FrontierScheduler(Scheduler):
             self.to_mark += self.awaiting_storage
             self.awaiting_storage.clear()
             self._mark_stored()
+            self._report_resume_later()
         for requests in self.held.values():
             for request in requests:
                 if not self._dqpush(request):

@@ -28,3 +28,10 @@ host_booked = object()
 #: A URL pattern was blocked for the rest of the crawl (from the control inbox):
 #: ``pattern`` (the text, see :func:`topicspider.urls.url_pattern`).
 url_pattern_blocked = object()
+
+#: Not a signal: the request ``meta`` key by which a component says that a request
+#: failed for a reason of the moment (robots.txt unreachable, its page lost by the
+#: page-analysis processes), with that reason as its value. The request ends as an
+#: error of this run, and its URL stays waiting in a ``JOBDIR``'s durable frontier, so
+#: that a resume tries it again (:mod:`topicspider.scheduler`).
+RESUME_LATER_META = "topicspider_resume_later"

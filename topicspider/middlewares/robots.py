@@ -36,7 +36,7 @@ from twisted.internet.defer import Deferred
 from topicspider.config import get_float, get_int
 from topicspider.reactor_tools import sleep
 from topicspider.robots import retry_after_seconds, robots_txt_delay, token_from_settings
-from topicspider.signals import host_delay_requested
+from topicspider.signals import RESUME_LATER_META, host_delay_requested
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -101,6 +101,7 @@ class RobotsTxtMiddleware:
             return
         if rules.unreachable:
             self.stats.inc_value("robots/denied_unreachable")
+            request.meta[RESUME_LATER_META] = "robots.txt unreachable"
             raise RobotsUnreachable("robots.txt unreachable, host disallowed for now")
         self.stats.inc_value("robots/denied")
         logger.debug("Forbidden by robots.txt: %s", request.url)
@@ -158,7 +159,8 @@ class RobotsTxtMiddleware:
         self.stats.inc_value("robots/unreachable")
         logger.warning(
             "robots.txt of %s unreachable after %d tries: the pages found on it until now are "
-            "dropped (counted in robots/denied_unreachable); it is asked again after %.0f s",
+            "errors of this crawl (robots/denied_unreachable), which a resumed JOBDIR tries again; "
+            "it is asked again after %.0f s",
             origin, tries, self.unreachable_ttl,
         )
         return HostRules(None, monotonic() + self.unreachable_ttl, unreachable=True)

@@ -55,7 +55,7 @@ from topicspider.middlewares.robots import RobotsUnreachable
 from topicspider.pagepool import PageLost, PagePool, PagePoolFailed
 from topicspider.reactor_tools import sleep, to_thread
 from topicspider.robots import token_from_settings
-from topicspider.signals import fetch_failed, page_scored
+from topicspider.signals import RESUME_LATER_META, fetch_failed, page_scored
 from topicspider.topic.score import Relevance, Topic
 from topicspider.topic.topicfile import encode_topic
 from topicspider.urls import BadURL, canonical_url, has_public_suffix, mask_url, request_url, site_of
@@ -324,6 +324,7 @@ class TopicSpider(scrapy.Spider):
             raise CloseSpider("page_analysis_failed") from None
         except PageLost as exc:
             self.logger.error("Page not read: %s", exc)
+            response.meta[RESUME_LATER_META] = "page analysis lost"
             return
         for key, count in analysis.counts.items():
             self._count(key, count)
