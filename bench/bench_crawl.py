@@ -155,6 +155,8 @@ VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "
 TRAINING_PAGES = 10
 DEFAULT_VARIANTS = ("baseline", "plain", "jieba", "rjieba", "inline")
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
+# Each durable variant against the same crawler without a JOBDIR, for what durability costs.
+WITHOUT_JOBDIR = {"jobdir": "plain", "mysql-jobdir": "mysql"}
 
 
 def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYSQL_URL) -> list[Variant]:
@@ -689,6 +691,11 @@ def print_summary(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
 def print_checks(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
     writes = {name: (sum(r[name].store_writes for _, r in rounds), sum(r[name].store_batches for _, r in rounds),
                      sum(r[name].pages for _, r in rounds)) for name in (v.name for v in variants) if name != "baseline"}
+    for durable, volatile in WITHOUT_JOBDIR.items():
+        if durable in writes and volatile in writes:
+            ratios = [r[durable].rate / r[volatile].rate for _, r in rounds]
+            print(f"{durable} against {volatile} (pages/s, paired per round): median {statistics.median(ratios):.3f}"
+                  f" ({min(ratios):.3f}-{max(ratios):.3f})")
     print("URL-store rows written per page (transactions per page): "
           + ", ".join(f"{name} {rows / pages:.2f} ({batches / pages:.3f})"
                       for name, (rows, batches, pages) in writes.items() if pages))
