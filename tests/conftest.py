@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from topicspider.ledger import imbalance, ledger_line, ledger_of
 from topicspider.localsite import spawn
 from topicspider.runner import crawl_command, project_env
 
@@ -76,6 +77,16 @@ class CrawlResult:
         return dict(self.rows("SELECT url, title FROM pages"))
 
 
+def assert_ledger(stats: dict[str, Any]) -> None:
+    """Every URL the crawl queued ended in exactly one state, and none is left waiting
+    if the crawl finished."""
+    ledger = ledger_of(stats)
+    assert ledger, "the crawl kept no ledger"
+    assert imbalance(ledger) == 0, ledger_line(ledger)
+    if stats.get("finish_reason") == "finished":
+        assert ledger.get("waiting", 0) == 0, ledger_line(ledger)
+
+
 def run_project(command: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``command`` in ``cwd``, with the project's settings, output captured."""
     return subprocess.run(command, cwd=cwd, env=project_env(), capture_output=True, text=True, timeout=timeout)
@@ -92,11 +103,21 @@ def crawl(tmp_path: Path) -> Any:
             timeout: float = 120, **arguments: str) -> CrawlResult:
         command = crawl_command(seeds, depth, {"DOWNLOAD_DELAY": 0, **(settings or {})}, **arguments)
         done = run_project(command, workdir, timeout)
-        return CrawlResult(done.returncode, done.stdout, done.stderr, workdir)
+        result = CrawlResult(done.returncode, done.stdout, done.stderr, workdir)
+        # Every crawl of the suite that ran keeps a ledger that adds up; distributed
+        # crawls keep none (a URL's copies are spread over the workers).
+        if done.returncode == 0 and (workdir / "stats.json").exists() and "REDIS_URL" not in (settings or {}):
+            assert_ledger(result.stats)
+        return result
 
     return run
 
 
 from tests.services import (  # noqa: E402,F401 (fixtures)
-    mysql_server, mysql_url, private_mariadb, redis_crawl, redis_server, scrapyd,
+    mysql_server,
+    mysql_url,
+    private_mariadb,
+    redis_crawl,
+    redis_server,
+    scrapyd,
 )

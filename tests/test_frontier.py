@@ -4,6 +4,7 @@ of a local site."""
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
@@ -13,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_project
+from conftest import assert_ledger, run_project
 
 from tests.services import query
 from topicspider.fingerprint import url_fingerprint
-from topicspider.localsite import generate_site
+from topicspider.ledger import imbalance, ledger_line, outcome_of
+from topicspider.localsite import generate_site, page_html
 from topicspider.runner import crawl_command, project_env
 from topicspider.storage.seen import SeenURL, open_seen_store
 
@@ -82,6 +84,7 @@ def test_a_killed_crawl_resumes_with_nothing_lost(tmp_path, serve, kills, databa
     # Re-fetched: only what was in flight or not yet stored at each kill.
     refetched = sum(requested.values()) - PAGES
     assert refetched <= len(kills) * REFETCH_BOUND, (refetched, before_resume)
+    assert_ledger(json.loads((workdir / "stats.json").read_text())["stats"])
     # Done: a second resume has nothing left to fetch.
     again = run_project(command, workdir)
     assert again.returncode == 0 and len(site.paths()) == sum(requested.values()), again.stderr[-2000:]
@@ -215,3 +218,43 @@ def test_pages_of_a_host_whose_robots_txt_was_unreachable_wait_for_the_resume(tm
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert sorted(site.paths()) == sorted(depths)
     assert len(_stored(workdir, "")) == len(depths)
+
+
+def test_the_report_accounts_for_every_queued_url(tmp_path, serve, crawl):
+    """The ledger: each queued URL ends done, in error or dropped, with its reason."""
+    root = tmp_path / "site"
+    root.mkdir()
+    links = ["/a.html", "/missing.html", "/private/b.html", "/gone.html", "/c.html"]
+    (root / "index.html").write_text(page_html("home", "start", links))
+    for name in ("a", "c"):
+        (root / f"{name}.html").write_text(page_html(name, "text", ["/", "/a.html"]))
+    (root / "private").mkdir()
+    (root / "private" / "b.html").write_text(page_html("b", "text", []))
+    (root / "gone.html").write_text("")
+    (root / "gone.html.headers").write_text("Status: 410\n")
+    (root / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+    site = serve(root)
+
+    result = crawl(site.url + "/", depth=1)
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.report["urls"] == "6 queued = 3 done + 2 error (http_404 1, http_410 1) + 1 dropped (robots 1) + 0 waiting"
+    assert "urls" in result.stdout and "6 queued = 3 done" in result.stdout
+    # Links never queued are counted as links: a.html and c.html, at the depth limit, link to / and a.html.
+    assert result.stats["links/too_deep"] == 4
+
+
+@pytest.mark.parametrize(("failure", "entry"), [
+    (None, "done"), ("HTTP 404", "error/http_404"), ("TimeoutError: took too long", "error/TimeoutError"),
+    ("ignored: Forbidden by robots.txt", "dropped/robots"), ("ignored: blocked by pattern '/x'", "dropped/filter"),
+    ("ignored: redirect to another site: http://b/", "dropped/offsite"), ("ignored: anything else", "dropped/ignored"),
+])
+def test_a_failure_reason_gives_one_ledger_entry(failure, entry) -> None:
+    assert outcome_of(failure) == entry
+
+
+def test_a_ledger_that_does_not_add_up_says_so() -> None:
+    balanced = {"queued": 5, "restored": 2, "done": 4, "error/http_404": 1, "dropped/robots": 1, "waiting": 1}
+    assert imbalance(balanced) == 0 and "DOES NOT" not in ledger_line(balanced)
+    short = {**balanced, "done": 3}
+    assert imbalance(short) == 1 and ledger_line(short).endswith("(DOES NOT ADD UP: 1 unaccounted for)")

@@ -172,6 +172,7 @@ def _links_to_follow(
             continue
         counts["links/insite"] += 1
         if page.depth >= rules.max_depth:
+            counts["links/too_deep"] += 1
             continue
         priority = None
         if rules.best_first and relevance is not None:

@@ -54,9 +54,11 @@ from twisted.internet.defer import Deferred
 
 from topicspider.config import get_bool, get_int
 from topicspider.dupefilter import LRUDupeFilter, Verdict
+from topicspider.ledger import PREFIX as LEDGER_PREFIX
+from topicspider.ledger import QUEUED, RESTORED, WAITING, outcome_of
 from topicspider.reactor_tools import call_later, sleep
 from topicspider.requestcodec import UnencodableRequest, decode_request, encode_request
-from topicspider.signals import RESUME_LATER_META, pages_durable
+from topicspider.signals import RESUME_LATER_META, fetch_failed, pages_durable
 from topicspider.storage.seen import SeenURL
 
 if TYPE_CHECKING:
@@ -112,7 +114,12 @@ class FrontierScheduler(Scheduler):
         return scheduler
 
     def _setup_durable(self, crawler: Crawler) -> None:
+        # Each URL's end is followed (for the ledger, and for the durable frontier),
+        # except in distributed mode, where a URL's copies are spread over the workers.
+        self.tracking = not self.df.exact_store_in_redis
         self.durable = self.df.durable
+        self.ledger: Counter[str] = Counter()
+        self.failures: dict[bytes, str] = {}  # fingerprint -> why its fetch failed for good
         self.restoring = False
         self.unresolved_in = self.unresolved_out = 0  # requests sent to / settled by the store's look-up
         self.copies: Counter[bytes] = Counter()  # fingerprint -> copies queued, held or being crawled
@@ -122,6 +129,8 @@ class FrontierScheduler(Scheduler):
         self.logged_unencodable = False
         self.resume_later: Counter[str] = Counter()  # reason -> URLs failed for now, left waiting
         self.wait_for_storage = STORAGE_PIPELINE in build_component_list(crawler.settings.getwithbase("ITEM_PIPELINES"))
+        if self.tracking:
+            crawler.signals.connect(self._fetch_failed, signal=fetch_failed)
         if self.durable:
             crawler.signals.connect(self._pages_stored, signal=pages_durable)
 
@@ -162,6 +171,7 @@ class FrontierScheduler(Scheduler):
                 self.df.remember_in_lru(fingerprint)
                 self._push(request, fingerprint)
                 restored += 1
+        self.ledger[RESTORED] += restored
         self._count("scheduler/restored", restored)
         if restored:
             logger.info("Resuming: %d waiting requests queued again from the URL store", restored)
@@ -177,7 +187,7 @@ class FrontierScheduler(Scheduler):
         while (request := self._dqpop()) is not None:
             adopted.append(request)
         for request in adopted:
-            self._requeue(request)
+            self._requeue(request, restored=True)
         self._count("scheduler/restored", len(adopted))
         logger.info("Resuming a job of an earlier version: %d queued requests moved into the URL store", len(adopted))
 
@@ -209,16 +219,20 @@ class FrontierScheduler(Scheduler):
 
     def _admit(self, request: Request, fingerprint: bytes) -> bool:
         """Queue a URL the crawl has not seen before."""
+        self.ledger[QUEUED] += 1
         self.df.remember(fingerprint, request.url, request.meta.get("depth", 0), self._as_data(request))
         return self._push(request, fingerprint)
 
-    def _requeue(self, request: Request) -> bool:
+    def _requeue(self, request: Request, *, restored: bool = False) -> bool:
         """Queue a request without asking whether its URL was seen (a retry, a redirect
         back to its own URL, a request marked ``dont_filter``): it waits again."""
-        if not self.durable:
+        if not self.tracking:
             return self._push(request)
         fingerprint = self.df.fingerprint(request)
-        self.df.record(SeenURL(fingerprint, request.url, request.meta.get("depth", 0), self._as_data(request)))
+        if fingerprint not in self.copies:  # not a copy of one still queued or crawling
+            self.ledger[RESTORED if restored else QUEUED] += 1
+        if self.durable:
+            self.df.record(SeenURL(fingerprint, request.url, request.meta.get("depth", 0), self._as_data(request)))
         return self._push(request, fingerprint)
 
     def _as_data(self, request: Request) -> bytes | None:
@@ -244,7 +258,7 @@ class FrontierScheduler(Scheduler):
             self.stats.inc_value("scheduler/enqueued/memory")
         self.stats.inc_value("scheduler/enqueued")
         self.waiting[level_of(request)] += 1
-        if self.durable:
+        if self.tracking:
             self.copies[fingerprint or self.df.fingerprint(request)] += 1
         return True
 
@@ -319,7 +333,7 @@ class FrontierScheduler(Scheduler):
     def next_request(self) -> Request | None:
         if self.restoring:
             return None  # a level half read back would let deeper requests go first
-        if self.durable and self.crawling:
+        if self.tracking and self.crawling:
             self._note_finished()
         shallowest = self._shallowest_active() if self.level_sync else {}
         busy = self._busy_hosts()
@@ -379,15 +393,19 @@ class FrontierScheduler(Scheduler):
         self.waiting[level] -= 1
         if self.waiting[level] <= 0:
             del self.waiting[level]
-        if self.durable:
+        if self.tracking:
             self.crawling[request] = self.df.fingerprint(request)
         return request
 
     # The durable frontier: when a URL is finished
 
+    def _fetch_failed(self, request: Request, reason: str) -> None:
+        self.failures[self.df.fingerprint(request)] = reason
+
     def _note_finished(self) -> None:
-        """Take the requests whose callback has ended off the crawling list; a URL none
-        of whose copies is queued or crawling any more is finished once its page is stored."""
+        """Take the requests whose callback has ended off the crawling list. A URL none
+        of whose copies is queued or crawling any more has ended: it goes in the ledger,
+        and, in a durable frontier, is marked finished once its page is stored."""
         in_progress = self._in_progress()
         now = monotonic()
         for request in [request for request in self.crawling if request not in in_progress]:
@@ -396,11 +414,17 @@ class FrontierScheduler(Scheduler):
             if self.copies[fingerprint] > 0:
                 continue
             del self.copies[fingerprint]
+            failure = self.failures.pop(fingerprint, None)
             if later := request.meta.get(RESUME_LATER_META):
+                self.ledger[outcome_of(f"{later}: for now")] += 1
                 self.resume_later[later] += 1  # stays waiting in the store
                 continue
-            entry = SeenURL(fingerprint, request.url, request.meta.get("depth", 0), finished=True)
-            self.awaiting_storage.append(Finished(now, self.unresolved_in, entry))
+            self.ledger[outcome_of(failure)] += 1
+            if self.durable:
+                entry = SeenURL(fingerprint, request.url, request.meta.get("depth", 0), finished=True)
+                self.awaiting_storage.append(Finished(now, self.unresolved_in, entry))
+        if not self.durable:
+            return
         if not self.wait_for_storage:
             self.to_mark += self.awaiting_storage
             self.awaiting_storage.clear()
@@ -412,6 +436,12 @@ class FrontierScheduler(Scheduler):
         while self.awaiting_storage and self.awaiting_storage[0].noticed < before:
             self.to_mark.append(self.awaiting_storage.popleft())
         self._mark_stored()
+
+    def _write_ledger(self) -> None:
+        self.ledger[WAITING] = len(self.copies)
+        assert self.stats is not None
+        for entry, count in self.ledger.items():
+            self.stats.set_value(LEDGER_PREFIX + entry, count)
 
     def _report_resume_later(self) -> None:
         total = sum(self.resume_later.values())
@@ -493,9 +523,11 @@ class FrontierScheduler(Scheduler):
                 self._requeue(request)
             self.unresolved_out += len(self.unresolved)
             self.unresolved = {}
+        if self.tracking:
+            self._note_finished()
+            self._write_ledger()
         if self.durable:
             # The storage pipeline has closed: every page that reached it is stored.
-            self._note_finished()
             self.to_mark += self.awaiting_storage
             self.awaiting_storage.clear()
             self._mark_stored()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
+from topicspider.ledger import ledger_line, ledger_of
 from topicspider.urls import mask_url
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ def summarize(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
         "backoffs": stats.get("backoff/count", 0),
         "backoff_seconds": round(stats.get("backoff/seconds", 0.0), 1),
         **topic_summary(stats),
+        **({"urls": ledger_line(ledger)} if (ledger := ledger_of(stats)) else {}),
         "elapsed_seconds": round(elapsed, 3),
         "pages_per_second": round(fetched / elapsed, 2) if elapsed > 0 else 0.0,
         "finish_reason": stats.get("finish_reason", ""),

@@ -1,0 +1,83 @@
+"""The crawl's ledger of queued URLs: each ends in exactly one state, and they add up.
+
+Kept by :class:`topicspider.scheduler.FrontierScheduler` (not in distributed mode, where
+a URL's end is shared between workers), written to the stats at close as
+``ledger/<entry>``, and printed in the crawl report:
+
+    queued now + queued before (a resumed job's waiting URLs)
+        = done + error (by reason) + dropped (by reason) + still waiting
+
+*done*: fetched, whatever was then made of the page (stored, irrelevant, a redirect);
+*error*: failed for good (``http_404``, ``TimeoutError``, ``robots_unreachable``...);
+*dropped*: refused by policy once queued (``robots``, ``offsite`` for a redirect to
+another site, ``filter`` for a blocked pattern). Links never queued (off-site, too
+deep, duplicates, from irrelevant pages) are counted apart, as links, by the spider and
+its middlewares. Still waiting is 0 when the crawl finished.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+PREFIX = "ledger/"
+QUEUED, RESTORED, DONE, WAITING = "queued", "restored", "done", "waiting"
+ERROR, DROPPED = "error/", "dropped/"
+# Policy refusals (IgnoreRequest messages) by what they say first.
+REFUSALS = (
+    ("Forbidden by robots.txt", "robots"),
+    ("Crawl-delay too long", "robots"),
+    ("redirect to another site", "offsite"),
+    ("blocked by pattern", "filter"),
+)
+IGNORED_PREFIX = "ignored: "
+MAX_REASON_CHARS = 40
+
+
+def outcome_of(failure: str | None) -> str:
+    """A finished URL's ledger entry, from the reason its fetch failed for good (the
+    ``fetch_failed`` signal's ``reason``), or None if it did not."""
+    if failure is None:
+        return DONE
+    if failure.startswith(IGNORED_PREFIX):
+        message = failure[len(IGNORED_PREFIX):]
+        reason = next((name for start, name in REFUSALS if message.startswith(start)), "ignored")
+        return DROPPED + reason
+    name = failure.split(":", 1)[0].strip()
+    return ERROR + (_slug(name) or "unknown")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^0-9a-z]+", "_", text.lower()).strip("_")[:MAX_REASON_CHARS] if " " in text else text[:MAX_REASON_CHARS]
+
+
+def ledger_of(stats: Mapping[str, Any]) -> dict[str, int]:
+    """The ``ledger/`` stats, without their prefix; empty when no ledger was kept."""
+    return {key[len(PREFIX):]: int(value) for key, value in stats.items() if key.startswith(PREFIX)}
+
+
+def imbalance(ledger: Mapping[str, int]) -> int:
+    """Queued URLs not accounted for by a state (0 when the ledger adds up)."""
+    queued = ledger.get(QUEUED, 0) + ledger.get(RESTORED, 0)
+    ended = sum(count for key, count in ledger.items() if key not in (QUEUED, RESTORED))
+    return queued - ended
+
+
+def ledger_line(ledger: Mapping[str, int]) -> str:
+    """``1000 queued = 990 done + 6 error (http_404 5, TimeoutError 1) + 4 dropped (robots 4) + 0 waiting``."""
+    queued = f"{ledger.get(QUEUED, 0)} queued"
+    if ledger.get(RESTORED):
+        queued += f" + {ledger[RESTORED]} queued before"
+    parts = [f"{ledger.get(DONE, 0)} done"]
+    for prefix, label in ((ERROR, "error"), (DROPPED, "dropped")):
+        reasons = sorted(((key[len(prefix):], count) for key, count in ledger.items() if key.startswith(prefix)),
+                         key=lambda pair: (-pair[1], pair[0]))
+        total = sum(count for _, count in reasons)
+        detail = f" ({', '.join(f'{reason} {count}' for reason, count in reasons)})" if reasons else ""
+        parts.append(f"{total} {label}{detail}")
+    parts.append(f"{ledger.get(WAITING, 0)} waiting")
+    line = f"{queued} = {' + '.join(parts)}"
+    if missing := imbalance(ledger):
+        line += f"  (DOES NOT ADD UP: {missing} unaccounted for)"
+    return line
