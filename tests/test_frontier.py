@@ -32,16 +32,26 @@ STORAGE_BATCH = 50
 REFETCH_BOUND = CONCURRENCY + 2 * STORAGE_BATCH
 
 
-def _kill_after(command: list[str], workdir: Path, served: Any, count: int) -> None:
+CLOSING = "close"
+
+
+def _kill_after(command: list[str], workdir: Path, served: Any, count: int | str) -> None:
     """Start the crawl, and SIGKILL it once the site has served ``count`` pages (at once
-    for 0: during start-up)."""
-    crawler = subprocess.Popen(command, cwd=workdir, env=project_env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for 0: during start-up), or once it logs that it is closing (CLOSING)."""
+    log = workdir / "killed.log"
+    with log.open("w") as stderr:
+        crawler = subprocess.Popen(command, cwd=workdir, env=project_env(), stdout=subprocess.DEVNULL, stderr=stderr)
     deadline = time.monotonic() + 60
-    while served() < count and crawler.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
+
+    def due() -> bool:
+        if count == CLOSING:
+            return "Closing spider" in log.read_text()
+        return served() >= count
+
+    while not due() and crawler.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
     crawler.send_signal(signal.SIGKILL)
-    crawler.wait(timeout=30)
+    assert crawler.wait(timeout=30) == -signal.SIGKILL, f"the crawl ended before the kill at {count}"
 
 
 def _stored(workdir: Path, database_url: str) -> Counter[str]:
@@ -58,7 +68,7 @@ def database_url(request) -> str:
 
 # Kills during start-up, in the first levels, mid-crawl and near the end (the storage
 # pipeline's last batches and close).
-@pytest.mark.parametrize("kills", [(0, 40), (15, 120, 200), (260, PAGES)])
+@pytest.mark.parametrize("kills", [(0, 40), (15, 120, 200), (260, PAGES), (150, CLOSING)])
 def test_a_killed_crawl_resumes_with_nothing_lost(tmp_path, serve, kills, database_url):
     depths = generate_site(tmp_path / "site", pages=PAGES, links_per_page=5, seed=17)
     site = serve(tmp_path / "site")
