@@ -84,7 +84,7 @@ def test_scores_and_relevance_follow_the_rules() -> None:
 
 def test_depth_limit_counts_links_but_follows_none() -> None:
     analysis = analyse_page(page(page_html("t", "x", ["b.html"]), depth=2), PageRules(max_depth=2))
-    assert analysis.links == [] and analysis.counts == {"links/insite": 1}
+    assert analysis.links == [] and analysis.counts == {"links/insite": 1, "links/too_deep": 1}
 
 
 def test_best_first_priorities_rank_the_on_topic_anchor_first() -> None:

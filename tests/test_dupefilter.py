@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import sqlite3
 import subprocess
 import time
 from collections import Counter
@@ -98,7 +99,6 @@ def test_pause_and_resume_with_jobdir(tmp_path, serve):
     assert max(requested.values()) == 1, "no URL is fetched twice"
     job = (jobdir / "topicspider-job").read_text().strip()
     assert re.fullmatch(r"job-[0-9a-f]{8}", job) and f"Resuming job {job}:" in resumed.stderr
-    import sqlite3
     with sqlite3.connect(workdir / "topicspider.db") as db:
         assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (150,)
 
@@ -128,7 +128,7 @@ def test_a_failing_store_loses_nothing_and_fetches_nothing_twice(tmp_path, serve
     depths = generate_site(tmp_path / "site", pages=60, links_per_page=4, seed=9)
     site = serve(tmp_path / "site")
     command = crawl_command(site.url + "/", max(depths.values()), {
-        "DOWNLOAD_DELAY": 0, "DUPEFILTER_LRU_CAPACITY": 5, "DUPEFILTER_FLUSH_SIZE": 5})
+        "DOWNLOAD_DELAY": 0, "DUPEFILTER_LRU_CAPACITY": 5, "DUPEFILTER_FLUSH_SIZE": 5, "JOBDIR": tmp_path / "job"})
     command[1:3] = ["-c", FLAKY_STORE]  # python -c ... instead of python -m scrapy
     (tmp_path / "work").mkdir()
 
@@ -140,3 +140,7 @@ def test_a_failing_store_loses_nothing_and_fetches_nothing_twice(tmp_path, serve
     stats = json.loads((tmp_path / "work" / "stats.json").read_text())["stats"]
     assert stats["scheduler/store_check_errors"] == 1 and stats["dupefilter/store_write_errors"] == 1
     assert stats["storage/pages_written"] == 60
+    # A look-up that failed, with a link asked for again meanwhile, once left every later
+    # URL unmarked: a resume would have fetched the whole crawl again.
+    with sqlite3.connect(tmp_path / "job" / "frontier.sqlite") as frontier:
+        assert frontier.execute("SELECT state, COUNT(*) FROM frontier GROUP BY state").fetchall() == [(1, 60)]

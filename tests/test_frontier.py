@@ -10,18 +10,23 @@ import sqlite3
 import subprocess
 import time
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import assert_ledger, run_project
+from scrapy import Request
 
 from tests.services import query
 from topicspider.fingerprint import url_fingerprint
 from topicspider.ledger import imbalance, ledger_line, outcome_of
 from topicspider.localsite import generate_site, page_html
+from topicspider.requestcodec import UnencodableRequest, decode_request, encode_request
 from topicspider.runner import crawl_command, project_env
-from topicspider.storage.seen import SeenURL, open_seen_store
+from topicspider.spiders.topic import TopicSpider
+from topicspider.storage.mysql import MySQLURLTable
+from topicspider.storage.seen import SeenURL, URLState, open_seen_store
 
 PAGES = 300
 # The crawl's own limits, which bound what a kill can cost (the README's guarantee):
@@ -100,15 +105,17 @@ def test_a_killed_crawl_resumes_with_nothing_lost(tmp_path, serve, kills, databa
     assert again.returncode == 0 and len(site.paths()) == sum(requested.values()), again.stderr[-2000:]
 
 
-def test_a_jobdir_of_an_earlier_version_resumes_its_queue(tmp_path, serve):
-    """Before the durable frontier, a JOBDIR held fingerprints in seen.sqlite and the queue
-    in Scrapy's disk queue only: its queued requests move into the store."""
+def test_a_jobdir_of_an_earlier_version_resumes_its_queue(tmp_path, serve, database_url):
+    """Before the durable frontier, a JOBDIR held its queue in Scrapy's disk queue only,
+    and the fingerprints of the URLs seen in seen.sqlite (or MySQL's urls table): its
+    queued requests move into the store."""
     depths = generate_site(tmp_path / "site", pages=80, links_per_page=4, seed=3)
     site = serve(tmp_path / "site")
     workdir, jobdir = tmp_path / "work", tmp_path / "job"
     workdir.mkdir()
     command = crawl_command(site.url + "/", max(depths.values()), {
-        "JOBDIR": jobdir, "DOWNLOAD_DELAY": 0.02, "CONCURRENT_REQUESTS_PER_DOMAIN": 2})
+        "JOBDIR": jobdir, "DOWNLOAD_DELAY": 0.02, "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
+        **({"DATABASE_URL": database_url} if database_url else {})})
     crawler = subprocess.Popen(command, cwd=workdir, env=project_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -119,14 +126,18 @@ def test_a_jobdir_of_an_earlier_version_resumes_its_queue(tmp_path, serve):
     # A graceful stop leaves the waiting requests in Scrapy's disk queue too, as that
     # version did; it kept the fingerprints of every URL seen, with no state.
     assert (jobdir / "requests.queue" / "active.json").exists()
-    with sqlite3.connect(jobdir / "frontier.sqlite") as frontier:
-        fingerprints = frontier.execute("SELECT fingerprint FROM frontier").fetchall()
-        assert frontier.execute("SELECT COUNT(*) FROM frontier WHERE state = 0").fetchone()[0] > 0
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{jobdir / 'frontier.sqlite'}{suffix}").unlink(missing_ok=True)
-    with sqlite3.connect(jobdir / "seen.sqlite") as seen:
-        seen.execute("CREATE TABLE seen (fingerprint BLOB PRIMARY KEY) WITHOUT ROWID")
-        seen.executemany("INSERT INTO seen VALUES (?)", fingerprints)
+    (jobdir / "durable-frontier").unlink()
+    if database_url:  # what migration 5 makes of that version's rows
+        query(database_url, "UPDATE urls SET request = NULL, frontier = 'finished'")
+    else:
+        with sqlite3.connect(jobdir / "frontier.sqlite") as frontier:
+            fingerprints = frontier.execute("SELECT fingerprint FROM frontier").fetchall()
+            assert frontier.execute("SELECT COUNT(*) FROM frontier WHERE state = 0").fetchone()[0] > 0
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{jobdir / 'frontier.sqlite'}{suffix}").unlink(missing_ok=True)
+        with sqlite3.connect(jobdir / "seen.sqlite") as seen:
+            seen.execute("CREATE TABLE seen (fingerprint BLOB PRIMARY KEY) WITHOUT ROWID")
+            seen.executemany("INSERT INTO seen VALUES (?)", fingerprints)
 
     resumed = run_project(command, workdir)
 
@@ -134,6 +145,7 @@ def test_a_jobdir_of_an_earlier_version_resumes_its_queue(tmp_path, serve):
     requested = Counter(site.paths())
     assert set(requested) == set(depths) and max(requested.values()) == 1
     assert "moved into the URL store" in resumed.stderr
+    assert (jobdir / "durable-frontier").exists()
 
 
 def test_the_store_keeps_waiting_requests_until_they_finish(tmp_path) -> None:
@@ -268,3 +280,101 @@ def test_a_ledger_that_does_not_add_up_says_so() -> None:
     assert imbalance(balanced) == 0 and "DOES NOT" not in ledger_line(balanced)
     short = {**balanced, "done": 3}
     assert imbalance(short) == 1 and ledger_line(short).endswith("(DOES NOT ADD UP: 1 unaccounted for)")
+
+
+@pytest.mark.parametrize("fields", [
+    {"url": "file:///etc/passwd"}, {"url": "http://a/", "_class": "scrapy.Nope"},
+    {"url": "http://a/", "_class": "scrapy.nope.X"}, {"url": "http://a/", "_class": "os.system"},
+    {"url": "http://a/", "_class": "scrapy.http.Response"}, {"url": "http://a/", "encoding": "bogus"},
+    {"url": "http://a/", "callback": "_private"}, {"url": "http://a/", "callback": "name"}, {"link": "http://a/"},
+])
+def test_a_stored_request_that_is_not_a_crawl_request_is_refused(fields) -> None:
+    """The store is a database others may write to: what it gives back builds a crawl
+    request or nothing."""
+    spider = TopicSpider()
+    with pytest.raises(UnencodableRequest):
+        decode_request(json.dumps(fields).encode(), spider)
+    with pytest.raises(UnencodableRequest):
+        decode_request(b"[" * 100_000 + b"]" * 100_000, spider)
+    request = Request("http://a/p?x=1", callback=spider.parse, errback=spider.on_error, meta={"depth": 2, "b": b"\xff"})
+    again = decode_request(encode_request(request, spider), spider)
+    assert (again.url, again.callback, again.errback, again.meta) == (request.url, spider.parse, spider.on_error, request.meta)
+
+
+def test_a_url_only_the_state_log_wrote_is_not_seen_yet(mysql_url) -> None:
+    """In MySQL mode the URL-state log may write a URL's row before the dupefilter does;
+    a kill then must not leave the link looking seen, with no request to resume."""
+    table = MySQLURLTable(mysql_url, "job-1")
+    fingerprint = url_fingerprint("http://e.com/c")
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    table.set_states([URLState(fingerprint, "http://e.com/c", 1, "running", now)])
+    assert table.contains_many([fingerprint]) == set() and table.count() == 0
+    table.add_many([SeenURL(fingerprint, "http://e.com/c", 1, request=b"{}")])
+    assert table.contains_many([fingerprint]) == {fingerprint} and table.waiting(b"", 10) == [(fingerprint, b"{}")]
+    table.close()
+
+
+def test_a_resume_under_other_fingerprint_settings_still_ends_every_url(tmp_path, serve):
+    """A job stopped with URL_STRIP_TRAILING_SLASH off and resumed with it on: its waiting
+    URLs have other fingerprints now, and each still ends once."""
+    root = tmp_path / "site"
+    for name, links in {"": ["/a/", "/b/"], "a": ["/c/"], "b": ["/c/"], "c": []}.items():
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "index.html").write_text(page_html(name or "home", "text", links))
+    site = serve(root)
+    workdir, jobdir = tmp_path / "work", tmp_path / "job"
+    workdir.mkdir()
+    settings = {"JOBDIR": jobdir, "DOWNLOAD_DELAY": 1, "DOWNLOAD_DELAY_JITTER": 0}
+    first = subprocess.Popen(crawl_command(site.url + "/", 3, {**settings, "URL_STRIP_TRAILING_SLASH": "false"}),
+                             cwd=workdir, env=project_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(lambda: len(site.paths()) >= 1)
+    first.send_signal(signal.SIGINT)
+    assert first.wait(timeout=60) == 0
+    assert len(site.paths()) < 4, "stopped before the end"
+
+    resumed = run_project(crawl_command(site.url + "/", 3, {**settings, "URL_STRIP_TRAILING_SLASH": "true"}), workdir)
+
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert sorted(set(site.paths())) == ["/", "/a/", "/b/", "/c/"]
+    assert_ledger(json.loads((workdir / "stats.json").read_text())["stats"])
+    with sqlite3.connect(jobdir / "frontier.sqlite") as frontier:
+        assert frontier.execute("SELECT COUNT(*) FROM frontier WHERE state = 0").fetchone() == (0,)
+
+
+# The database refuses every batch, and the spill file cannot be written either.
+LOST_STORAGE = """
+import sys
+from topicspider.pipelines import storage
+from topicspider.storage import StorageError
+def refuse(store, batch):
+    raise StorageError("the database is gone")
+def cannot_spill(path, pages):
+    raise OSError("No space left on device")
+storage.write_isolating = refuse
+storage.spill_pages = cannot_spill
+from scrapy.cmdline import execute
+sys.argv = ["scrapy", *sys.argv[1:]]
+execute()
+"""
+
+
+def test_pages_neither_stored_nor_spilled_wait_for_the_resume(tmp_path, serve):
+    depths = generate_site(tmp_path / "site", pages=12, links_per_page=3, seed=8)
+    site = serve(tmp_path / "site")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    command = crawl_command(site.url + "/", max(depths.values()), {
+        "JOBDIR": tmp_path / "job", "STORAGE_RETRY_TIMES": 0, "DOWNLOAD_DELAY": 0})
+    lost = [*command]
+    lost[1:3] = ["-c", LOST_STORAGE]
+
+    first = run_project(lost, workdir)
+
+    assert (workdir / "stats.json").exists(), first.stderr[-3000:]
+    stats = json.loads((workdir / "stats.json").read_text())["stats"]
+    assert stats["storage/pages_lost"] == len(depths), first.stderr[-2000:]
+    assert f"{len(depths)} URLs left waiting for a resume" in first.stderr
+    resumed = run_project(command, workdir)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert len(_stored(workdir, "")) == len(depths)
+    assert Counter(site.paths()) == Counter({path: 2 for path in depths})

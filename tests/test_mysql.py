@@ -284,8 +284,10 @@ def test_a_url_state_only_moves_forward(mysql_url):
     table.set_states([URLState(b"g" * 16, "http://a.cn/y", 1, "done", now, 200)])  # the retry succeeded
     assert query(mysql_url, "SELECT state, http_status, last_error FROM urls WHERE url = 'http://a.cn/y'") == \
         [("done", 200, None)]
-    assert table.contains_many([fingerprint, b"g" * 16, b"h" * 16]) == {fingerprint, b"g" * 16}
-    assert MySQLURLTable(mysql_url, "job-2").count() == 0 and table.count() == 2
+    # g's row is the state log's alone: not a URL the dupefilter has written, so not seen
+    # (a kill before the dupefilter's write would otherwise skip its link for good).
+    assert table.contains_many([fingerprint, b"g" * 16, b"h" * 16]) == {fingerprint}
+    assert MySQLURLTable(mysql_url, "job-2").count() == 0 and table.count() == 1
     table.close()
 
 

@@ -87,6 +87,7 @@ class LRUDupeFilter(BaseDupeFilter):
         self.in_flight: list[dict[bytes, SeenURL]] = []  # the batch on its way to the store
         self.writing = DeferredLock()
         self.flush_pending = False
+        self.write_failing = False
         # Every second as well as every DUPEFILTER_FLUSH_SIZE: a hard kill loses little.
         self.flusher = LoopingCall(self._start_flush)
         self.store: SeenStore | None = None
@@ -140,11 +141,13 @@ class LRUDupeFilter(BaseDupeFilter):
         what it is told last of a URL is what it keeps."""
         self.unflushed.pop(entry.fingerprint, None)  # keeps the batch in the order told
         self.unflushed[entry.fingerprint] = entry
-        if len(self.unflushed) >= self.flush_size and not self.flush_pending:
-            self._start_flush()
+        if len(self.unflushed) >= self.flush_size:
+            self.flush_soon()
 
     def flush_soon(self) -> None:
-        if self.unflushed and not self.flush_pending:
+        # One flush waits behind the one writing, at most; while the store refuses
+        # writes, only the timer tries again, once a second.
+        if self.unflushed and not self.flush_pending and not self.write_failing:
             self._start_flush()
 
     async def waiting(self, after: bytes, limit: int) -> list[tuple[bytes, bytes | None]]:
@@ -172,8 +175,8 @@ class LRUDupeFilter(BaseDupeFilter):
         """Send the fingerprints not yet in the store. One batch at a time: a batch the
         store refuses goes back, under what was told since, to be sent again before
         anything newer, so that an older word on a URL never overwrites a newer one."""
-        self.flush_pending = False
         await maybe_deferred_to_future(self.writing.acquire())
+        self.flush_pending = False
         try:
             if not self.unflushed or self.store is None:
                 return
@@ -183,8 +186,10 @@ class LRUDupeFilter(BaseDupeFilter):
                 await self._in_thread(self.store.add_many, list(batch.values()))
                 self.stats.inc_value("dupefilter/store_writes", len(batch))
                 self.stats.inc_value("dupefilter/store_batches")
+                self.write_failing = False
             except Exception as exc:  # noqa: BLE001 - keep the batch; the next flush retries it
                 self.unflushed = batch | self.unflushed
+                self.write_failing = True
                 self.stats.inc_value("dupefilter/store_write_errors")
                 logger.warning("Could not write %d fingerprints to the URL store (%s); will retry", len(batch), exc)
             finally:

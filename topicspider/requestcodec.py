@@ -11,10 +11,13 @@ and only those of Scrapy and topicspider are loaded back.
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import Request as ScrapyRequest
+from scrapy.utils.misc import load_object
 from scrapy.utils.request import request_from_dict
 
 if TYPE_CHECKING:
@@ -64,16 +67,37 @@ def _method_name(function: Any, spider: Spider | None) -> str | None:
 
 
 def decode_request(data: bytes, spider: Spider | None) -> Request:
+    """The request ``data`` holds. Only what a crawl's own requests are: an http(s) URL,
+    callbacks among the spider's public methods, a request class of Scrapy's or
+    topicspider's; anything else (or anything that fails) is :class:`UnencodableRequest`."""
     try:
         fields = _from_json(json.loads(data))
         if not isinstance(fields, dict) or not isinstance(fields.get("url"), str):
             raise ValueError("not a request")
-        class_name = fields.get("_class")
-        if class_name is not None and not str(class_name).startswith(TRUSTED_CLASS_PREFIXES):
-            raise ValueError(f"request class {class_name!r} is not Scrapy's or topicspider's")
+        if urlsplit(fields["url"]).scheme not in ("http", "https"):
+            raise ValueError(f"not an http(s) URL: {fields['url'][:100]!r}")
+        _check_class(fields.get("_class"))
+        for name in (fields.get("callback"), fields.get("errback")):
+            if name is not None and not _is_public_method(spider, name):
+                raise ValueError(f"{name!r} is not a method of the spider")
         return request_from_dict(fields, spider=spider)
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise UnencodableRequest(f"undecodable request: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - whatever the bytes do, they are not a request
+        raise UnencodableRequest(f"undecodable request: {exc!r}"[:300]) from exc
+
+
+def _check_class(name: Any) -> None:
+    if name is None:
+        return
+    if not str(name).startswith(TRUSTED_CLASS_PREFIXES):
+        raise ValueError(f"request class {name!r} is not Scrapy's or topicspider's")
+    loaded = load_object(str(name))
+    if not (isinstance(loaded, type) and issubclass(loaded, ScrapyRequest)):
+        raise ValueError(f"{name!r} is not a request class")
+
+
+def _is_public_method(spider: Spider | None, name: Any) -> bool:
+    return (spider is not None and isinstance(name, str) and not name.startswith("_")
+            and inspect.ismethod(getattr(spider, name, None)))
 
 
 def _to_json(value: Any) -> Any:

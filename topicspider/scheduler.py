@@ -54,12 +54,18 @@ from twisted.internet.defer import Deferred
 
 from topicspider.config import get_bool, get_int
 from topicspider.dupefilter import LRUDupeFilter, Verdict
+from topicspider.fingerprint import identity_digest
 from topicspider.ledger import PREFIX as LEDGER_PREFIX
 from topicspider.ledger import QUEUED, RESTORED, WAITING, outcome_of
 from topicspider.reactor_tools import call_later, sleep
 from topicspider.requestcodec import UnencodableRequest, decode_request, encode_request
-from topicspider.signals import RESUME_LATER_META, fetch_failed, pages_durable
-from topicspider.storage.seen import SeenURL
+from topicspider.signals import (
+    RESUME_LATER_META,
+    fetch_failed,
+    pages_durable,
+    pages_lost,
+)
+from topicspider.storage.seen import SeenURL, mark_durable
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -133,12 +139,15 @@ class FrontierScheduler(Scheduler):
             crawler.signals.connect(self._fetch_failed, signal=fetch_failed)
         if self.durable:
             crawler.signals.connect(self._pages_stored, signal=pages_durable)
+            crawler.signals.connect(self._pages_lost, signal=pages_lost)
+        self.lost_pages: set[bytes] = set()  # fingerprints of pages neither stored nor spilled
 
     def open(self, spider: Any) -> Deferred[None] | None:
         if self.durable and self.dqdir and not self.df.legacy_jobdir:
             # The store holds the frontier; what Scrapy's queue kept may be out of date.
             shutil.rmtree(self.dqdir)
             Path(self.dqdir).mkdir()
+            mark_durable(self.df.jobdir)
         result = super().open(spider)
         if not self.durable:
             return result
@@ -151,6 +160,12 @@ class FrontierScheduler(Scheduler):
                 await maybe_deferred_to_future(opened)
             if self.df.legacy_jobdir:
                 self._adopt_disk_queue()
+                # Only once the store has them does the disk queue stop being the truth.
+                while self.df.unflushed:
+                    await self.df.flush()
+                    if self.df.unflushed:
+                        await sleep(STORE_RETRY_DELAY)
+                mark_durable(self.df.jobdir)
             else:
                 await self._queue_waiting()
         finally:
@@ -165,11 +180,11 @@ class FrontierScheduler(Scheduler):
                     if data is None:
                         raise UnencodableRequest("the request was not data")
                     request = decode_request(data, self.spider)
-                except UnencodableRequest:
+                except UnencodableRequest as exc:
+                    logger.debug("Waiting URL %s not queued again: %s", fingerprint.hex(), exc)
                     unrestorable += 1
                     continue
-                self.df.remember_in_lru(fingerprint)
-                self._push(request, fingerprint)
+                self._restore_one(request, fingerprint)
                 restored += 1
         self.ledger[RESTORED] += restored
         self._count("scheduler/restored", restored)
@@ -179,6 +194,17 @@ class FrontierScheduler(Scheduler):
             self._count("scheduler/unrestorable", unrestorable)
             logger.warning("%d waiting URLs could not be queued again: their requests were not kept as data",
                            unrestorable)
+
+    def _restore_one(self, request: Request, stored: bytes) -> None:
+        fingerprint = self.df.fingerprint(request)
+        if fingerprint != stored:
+            # Fingerprinting changed since (URL_STRIP_TRAILING_SLASH): the URL waits
+            # under its new fingerprint.
+            depth = request.meta.get("depth", 0)
+            self.df.record(SeenURL(stored, request.url, depth, finished=True))
+            self.df.remember(fingerprint, request.url, depth, self._as_data(request))
+        self.df.remember_in_lru(fingerprint)
+        self._push(request, fingerprint)
 
     def _adopt_disk_queue(self) -> None:
         """An earlier version's JOBDIR: its queue is Scrapy's disk queue, which goes into
@@ -280,7 +306,11 @@ class FrontierScheduler(Scheduler):
                     self._count("scheduler/store_check_errors")
                     logger.warning("Could not ask the URL store about %d requests (%s); retrying in %.0f s",
                                    len(batch), exc, STORE_RETRY_DELAY)
-                    self.unresolved = {**batch, **self.unresolved}
+                    merged = {**batch, **self.unresolved}
+                    # A link asked for again while its batch was out is one request now:
+                    # the other copy counts as settled (a duplicate).
+                    self.unresolved_out += len(batch) + len(self.unresolved) - len(merged)
+                    self.unresolved = merged
                     self.retry_pending = True
                     self._call_soon(self._resolve_again, STORE_RETRY_DELAY)
                     return
@@ -430,6 +460,10 @@ class FrontierScheduler(Scheduler):
             self.awaiting_storage.clear()
             self._mark_stored()
 
+    def _pages_lost(self, urls: list[str]) -> None:
+        # A stored page's URL is canonical: its digest is its request's fingerprint.
+        self.lost_pages.update(identity_digest(url) for url in urls)
+
     def _pages_stored(self, before: float) -> None:
         """Every page that reached the storage pipeline before ``before`` is stored."""
         self._note_finished()
@@ -456,7 +490,10 @@ class FrontierScheduler(Scheduler):
         marked = False
         while self.to_mark and self.to_mark[0].after <= self.unresolved_out:
             entry = self.to_mark.popleft().entry
-            if entry.fingerprint not in self.copies:  # not queued again since
+            if entry.fingerprint in self.lost_pages:
+                self.lost_pages.discard(entry.fingerprint)
+                self.resume_later["page not stored"] += 1  # stays waiting in the store
+            elif entry.fingerprint not in self.copies:  # not queued again since
                 self.df.record(entry)
                 marked = True
         if marked:

@@ -19,6 +19,11 @@ fetch_failed = object()
 #: The distributed crawl's scheduler acknowledges a request only after this.
 pages_durable = object()
 
+#: Pages the storage pipeline could neither store nor spill: ``urls``, their canonical
+#: URLs. Sent before the ``pages_durable`` that covers them; a ``JOBDIR``'s durable
+#: frontier keeps their URLs waiting, for a resume to fetch them again.
+pages_lost = object()
+
 #: Distributed mode: this worker has booked a start on ``host`` (the downloader slot
 #: key) in the cluster's shared host tickets; the host's next start is not before
 #: ``until`` (a ``time.monotonic()`` reading). The cluster scheduler gives the host

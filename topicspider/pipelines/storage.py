@@ -35,7 +35,7 @@ from twisted.internet.task import LoopingCall
 from topicspider.config import get_bool, get_float, get_int
 from topicspider.items import PageItem
 from topicspider.reactor_tools import in_thread, sleep, thread_pool
-from topicspider.signals import pages_durable
+from topicspider.signals import pages_durable, pages_lost
 from topicspider.storage import (
     BatchOutcome,
     StorageError,
@@ -166,6 +166,7 @@ class StoragePipeline:
         except (OSError, ValueError) as exc:  # ValueError: text that cannot be encoded
             self.stats.inc_value("storage/pages_lost", len(pages))
             logger.error("Could not spill %d pages to %s either, they are lost: %s", len(pages), self.spill_path, exc)
+            self.crawler.signals.send_catch_log(pages_lost, urls=[page.url for page in pages])
             return
         self.stats.inc_value("storage/pages_spilled", len(pages))
         logger.error("Spilled %d pages to %s; store them later with: scrapy replay-spill %s",

@@ -318,8 +318,10 @@ class TopicSpider(scrapy.Spider):
         try:
             analysis = await self.pages.analyse(self._page(response, site, depth))
         except PagePoolFailed as exc:
-            # Not read: in a distributed crawl another worker should have it.
+            # Not read: in a distributed crawl another worker should have it, and a
+            # resumed JOBDIR reads it again.
             response.meta[GIVE_BACK_META] = True
+            response.meta[RESUME_LATER_META] = "page analysis failed"
             self.logger.error("topicspider: error: %s", exc)
             raise CloseSpider("page_analysis_failed") from None
         except PageLost as exc:

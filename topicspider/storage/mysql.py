@@ -13,9 +13,10 @@ starting together migrate once; its version is kept in ``topicspider_schema``:
   (``waiting``, ``running``, ``done``, ``error``), depth, times, last HTTP status and
   error. It is the exact store behind the dupefilter's LRU in MySQL mode
   (:class:`MySQLURLTable`), and :mod:`topicspider.extensions.urlstate` keeps the states.
-  With a ``JOBDIR`` it is the durable frontier too: ``request`` holds a URL's request
-  (JSON) from when it is queued until it is finished, and a resumed job queues the
-  rows that still have one.
+  ``frontier`` says whether the dupefilter has written the URL (``waiting`` or
+  ``finished``; NULL for a row the URL-state log made first). With a ``JOBDIR`` it is
+  the durable frontier too: ``request`` holds a waiting URL's request (JSON), and a
+  resumed job queues the waiting rows again.
 
 Every statement is parameterised. Each call comes from one thread (the storage
 pipeline's, the dupefilter's, the URL-state log's), each with its own connection. A
@@ -158,9 +159,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             CONSTRAINT page_labels_page FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE
         ) {TABLE_OPTIONS}""",
     ),
-    # The durable frontier: a waiting URL's request (topicspider.requestcodec), NULL
-    # once it is finished.
-    5: ("ALTER TABLE urls ADD COLUMN request MEDIUMBLOB NULL",),
+    # The durable frontier: whether the dupefilter has written a URL (a row the URL-state
+    # log made first is not yet a seen URL: a kill then would skip its link for good),
+    # and a waiting URL's request (topicspider.requestcodec), NULL once it is finished.
+    # Rows from before were written by the dupefilter, and their queue was elsewhere.
+    5: ("ALTER TABLE urls ADD COLUMN frontier ENUM('waiting', 'finished') NULL,"
+        " ADD COLUMN request MEDIUMBLOB NULL",
+        "UPDATE urls SET frontier = 'finished'"),
 }
 
 UPSERT_PAGE = """
@@ -177,9 +182,9 @@ ON DUPLICATE KEY UPDATE
 # queued again (a retry) waits again; a finished one lets go of its request. Its state
 # column is the URL-state log's.
 UPSERT_URL = """
-INSERT INTO urls (job, fingerprint, url, depth, state, first_seen, updated, request)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-ON DUPLICATE KEY UPDATE request = VALUES(request)
+INSERT INTO urls (job, fingerprint, url, depth, state, first_seen, updated, frontier, request)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON DUPLICATE KEY UPDATE frontier = VALUES(frontier), request = VALUES(request)
 """
 # A state only moves forward (an ENUM is its position in a number context): a late
 # "running" does not undo "done", and a retry's success turns "error" into "done". The row is created if the dupefilter's has not
@@ -411,17 +416,17 @@ class MySQLURLTable(_Connected):
     def add_many(self, entries: Sequence[SeenURL]) -> None:
         now = _now()
         rows = [(self.job, entry.fingerprint, entry.url, entry.depth, "waiting", now, now,
-                 None if entry.finished else entry.request) for entry in entries]
+                 "finished" if entry.finished else "waiting", None if entry.finished else entry.request)
+                for entry in entries]
         self._run(_executemany, UPSERT_URL, rows)
 
     def waiting(self, after: bytes, limit: int) -> list[tuple[bytes, bytes | None]]:
-        """Rows with a request: a URL whose request was not kept cannot be told from a
-        finished one here."""
         def select(connection: Connection[Cursor]) -> list[tuple[bytes, bytes | None]]:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT fingerprint, request FROM urls WHERE job = %s AND fingerprint > %s"
-                               " AND request IS NOT NULL ORDER BY fingerprint LIMIT %s", (self.job, after, limit))
-                return [(bytes(fingerprint), bytes(request)) for fingerprint, request in cursor.fetchall()]
+                               " AND frontier = 'waiting' ORDER BY fingerprint LIMIT %s", (self.job, after, limit))
+                return [(bytes(fingerprint), None if request is None else bytes(request))
+                        for fingerprint, request in cursor.fetchall()]
 
         rows: list[tuple[bytes, bytes | None]] = self._run(select)
         return rows
@@ -434,15 +439,15 @@ class MySQLURLTable(_Connected):
         found: set[bytes] = set()
         with connection.cursor() as cursor:
             for chunk in chunks(fingerprints):
-                cursor.execute(f"SELECT fingerprint FROM urls WHERE job = %s AND fingerprint IN ({MYSQL.marks(len(chunk))})",
-                               [self.job, *chunk])
+                cursor.execute(f"SELECT fingerprint FROM urls WHERE job = %s AND frontier IS NOT NULL"
+                               f" AND fingerprint IN ({MYSQL.marks(len(chunk))})", [self.job, *chunk])
                 found.update(bytes(row[0]) for row in cursor.fetchall())
         return found
 
     def count(self) -> int:
         def count_rows(connection: Connection[Cursor]) -> int:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT COUNT(*) FROM urls WHERE job = %s", (self.job,))
+                cursor.execute("SELECT COUNT(*) FROM urls WHERE job = %s AND frontier IS NOT NULL", (self.job,))
                 row = cursor.fetchone()
                 return int(row[0]) if row else 0
 

@@ -43,6 +43,7 @@ JOB_NAME_MAX = 100  # the urls table's job column
 JOB_NAME_FILE = "topicspider-job"
 STORE_FILE = "frontier.sqlite"
 LEGACY_STORE_FILE = "seen.sqlite"  # fingerprints only, before the durable frontier
+DURABLE_MARKER = "durable-frontier"  # the store holds the frontier (absent: an earlier version's JOBDIR)
 
 
 class SeenURL(NamedTuple):
@@ -140,8 +141,15 @@ class SQLiteSeenStore:
 
 
 def is_legacy_jobdir(jobdir: str | None) -> bool:
-    """Whether ``jobdir`` is an earlier version's, whose queue is Scrapy's disk queue."""
-    return bool(jobdir) and not Path(jobdir, STORE_FILE).exists() and Path(jobdir, LEGACY_STORE_FILE).exists()
+    """Whether ``jobdir`` is an earlier version's, whose queue is Scrapy's disk queue
+    (saved at a clean close, ``active.json``), not yet taken over by the store."""
+    return (bool(jobdir) and Path(jobdir, "requests.queue", "active.json").exists()
+            and not Path(jobdir, DURABLE_MARKER).exists())
+
+
+def mark_durable(jobdir: str) -> None:
+    """Record that the store holds ``jobdir``'s whole frontier."""
+    Path(jobdir, DURABLE_MARKER).write_text("1\n", encoding="ascii")
 
 
 def open_seen_store(jobdir: str | None, database_url: str = "", job: str = "") -> SeenStore:
