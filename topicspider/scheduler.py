@@ -134,13 +134,13 @@ class FrontierScheduler(Scheduler):
         self.to_mark: deque[Finished] = deque()  # ... and stored: to be marked finished
         self.logged_unencodable = False
         self.resume_later: Counter[str] = Counter()  # reason -> URLs failed for now, left waiting
+        self.lost_pages: set[bytes] = set()  # fingerprints of pages neither stored nor spilled
         self.wait_for_storage = STORAGE_PIPELINE in build_component_list(crawler.settings.getwithbase("ITEM_PIPELINES"))
         if self.tracking:
             crawler.signals.connect(self._fetch_failed, signal=fetch_failed)
         if self.durable:
             crawler.signals.connect(self._pages_stored, signal=pages_durable)
             crawler.signals.connect(self._pages_lost, signal=pages_lost)
-        self.lost_pages: set[bytes] = set()  # fingerprints of pages neither stored nor spilled
 
     def open(self, spider: Any) -> Deferred[None] | None:
         if self.durable and self.dqdir and not self.df.legacy_jobdir:
