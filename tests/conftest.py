@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,19 @@ def assert_ledger(stats: dict[str, Any]) -> None:
     assert imbalance(ledger) == 0, ledger_line(ledger)
     if stats.get("finish_reason") == "finished":
         assert ledger.get("waiting", 0) == 0, ledger_line(ledger)
+
+
+def stop_crawl_when(command: list[str], cwd: Path, due: Callable[[], bool], signum: int = signal.SIGINT,
+                    *, stderr: Path | None = None, poll: float = 0.01) -> int:
+    """Start ``command`` in ``cwd``, send it ``signum`` once ``due()`` holds (or it has
+    ended, or after 60 s), and return its exit status. Its log goes to ``stderr`` if given."""
+    with (stderr or Path("/dev/null")).open("w") as log:
+        crawler = subprocess.Popen(command, cwd=cwd, env=project_env(), stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.monotonic() + 60
+    while not due() and crawler.poll() is None and time.monotonic() < deadline:
+        time.sleep(poll)
+    crawler.send_signal(signum)
+    return crawler.wait(timeout=60)
 
 
 def run_project(command: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:

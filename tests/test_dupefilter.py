@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import sqlite3
-import subprocess
-import time
 from collections import Counter
 
 import pytest
-from conftest import run_project
+from conftest import run_project, stop_crawl_when
 from scrapy import Request
 
 from topicspider.fingerprint import CanonicalURLFingerprinter, url_fingerprint
 from topicspider.localsite import generate_site
-from topicspider.runner import crawl_command, project_env
+from topicspider.runner import crawl_command
 from topicspider.storage.seen import SeenURL, open_seen_store
 
 
@@ -81,13 +78,8 @@ def test_pause_and_resume_with_jobdir(tmp_path, serve):
         "JOBDIR": jobdir, "DOWNLOAD_DELAY": 0.02, "DUPEFILTER_LRU_CAPACITY": 40,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
     })
-    crawler = subprocess.Popen(command, cwd=workdir, env=project_env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while len(site.paths()) < 40 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    crawler.send_signal(signal.SIGINT)  # what Ctrl-C sends; Scrapy stops gracefully
-    assert crawler.wait(timeout=60) == 0
+    # SIGINT is what Ctrl-C sends; Scrapy stops gracefully.
+    assert stop_crawl_when(command, workdir, lambda: len(site.paths()) >= 40) == 0
     first_run = len(site.paths())
     assert 40 <= first_run < 150, "the crawl must be stopped mid-way"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_ledger, run_project
+from conftest import assert_ledger, run_project, stop_crawl_when
 from scrapy import Request
 
 from tests.services import query
@@ -44,19 +44,12 @@ def _kill_after(command: list[str], workdir: Path, served: Any, count: int | str
     """Start the crawl, and SIGKILL it once the site has served ``count`` pages (at once
     for 0: during start-up), or once it logs that it is closing (CLOSING)."""
     log = workdir / "killed.log"
-    with log.open("w") as stderr:
-        crawler = subprocess.Popen(command, cwd=workdir, env=project_env(), stdout=subprocess.DEVNULL, stderr=stderr)
-    deadline = time.monotonic() + 60
 
     def due() -> bool:
-        if count == CLOSING:
-            return "Closing spider" in log.read_text()
-        return served() >= count
+        return "Closing spider" in log.read_text() if count == CLOSING else served() >= count
 
-    while not due() and crawler.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.002)
-    crawler.send_signal(signal.SIGKILL)
-    assert crawler.wait(timeout=30) == -signal.SIGKILL, f"the crawl ended before the kill at {count}"
+    status = stop_crawl_when(command, workdir, due, signal.SIGKILL, stderr=log, poll=0.002)
+    assert status == -signal.SIGKILL, f"the crawl ended before the kill at {count}"
 
 
 def _stored(workdir: Path, database_url: str) -> Counter[str]:
@@ -116,13 +109,7 @@ def test_a_jobdir_of_an_earlier_version_resumes_its_queue(tmp_path, serve, datab
     command = crawl_command(site.url + "/", max(depths.values()), {
         "JOBDIR": jobdir, "DOWNLOAD_DELAY": 0.02, "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
         **({"DATABASE_URL": database_url} if database_url else {})})
-    crawler = subprocess.Popen(command, cwd=workdir, env=project_env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while len(site.paths()) < 20 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    crawler.send_signal(signal.SIGINT)
-    assert crawler.wait(timeout=60) == 0
+    assert stop_crawl_when(command, workdir, lambda: len(site.paths()) >= 20) == 0
     # A graceful stop leaves the waiting requests in Scrapy's disk queue too, as that
     # version did; it kept the fingerprints of every URL seen, with no state.
     assert (jobdir / "requests.queue" / "active.json").exists()
@@ -325,11 +312,8 @@ def test_a_resume_under_other_fingerprint_settings_still_ends_every_url(tmp_path
     workdir, jobdir = tmp_path / "work", tmp_path / "job"
     workdir.mkdir()
     settings = {"JOBDIR": jobdir, "DOWNLOAD_DELAY": 1, "DOWNLOAD_DELAY_JITTER": 0}
-    first = subprocess.Popen(crawl_command(site.url + "/", 3, {**settings, "URL_STRIP_TRAILING_SLASH": "false"}),
-                             cwd=workdir, env=project_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _wait_for(lambda: len(site.paths()) >= 1)
-    first.send_signal(signal.SIGINT)
-    assert first.wait(timeout=60) == 0
+    first = crawl_command(site.url + "/", 3, {**settings, "URL_STRIP_TRAILING_SLASH": "false"})
+    assert stop_crawl_when(first, workdir, lambda: len(site.paths()) >= 1) == 0
     assert len(site.paths()) < 4, "stopped before the end"
 
     resumed = run_project(crawl_command(site.url + "/", 3, {**settings, "URL_STRIP_TRAILING_SLASH": "true"}), workdir)
