@@ -342,6 +342,7 @@ def worker(options: argparse.Namespace) -> None:
 
 def print_conditions(options: argparse.Namespace, capacities: list[int], offers: int, duplicates: int) -> None:
     import topicspider.settings as project_settings
+    from topicspider.storage.seen import STORE_FILE
 
     print("\n".join(header_lines("topicspider dupefilter benchmark", ("scrapy", "twisted", "w3lib", "tldextract"),
                                  f", SQLite {sqlite3.sqlite_version}")))
@@ -362,7 +363,7 @@ def print_conditions(options: argparse.Namespace, capacities: list[int], offers:
     print(f"  topicspider   capacities {', '.join(f'{c:,}' for c in capacities)} (DUPEFILTER_LRU_CAPACITY "
           f"default {project_settings.DUPEFILTER_LRU_CAPACITY:,}), DUPEFILTER_FLUSH_SIZE "
           f"{project_settings.DUPEFILTER_FLUSH_SIZE:,}, URL_STRIP_TRAILING_SLASH "
-          f"{project_settings.URL_STRIP_TRAILING_SLASH}; store {options.tmpdir}/bench-dupefilter-*/seen.sqlite")
+          f"{project_settings.URL_STRIP_TRAILING_SLASH}; store {options.tmpdir}/bench-dupefilter-*/{STORE_FILE}")
     print("  stock         scrapy.dupefilters.RFPDupeFilter + scrapy.utils.request.RequestFingerprinter, "
           "no JOBDIR")
     print(flush=True)
