@@ -16,6 +16,7 @@ import pytest
 
 from tests.test_focus import KEYWORDS, OFF_TOPIC, ON_TOPIC, mixed_site  # noqa: F401 (fixture)
 from topicspider.analysis import Link, Page, PageRules, analyse_page
+from topicspider.fingerprint import url_fingerprint
 from topicspider.localsite import generate_site, page_html
 from topicspider.runner import crawl_command, project_env
 from topicspider.topic.lexicon import keywords_lexicon
@@ -46,6 +47,24 @@ def test_title_text_emails_and_links_of_a_page() -> None:
     assert analysis.counts == {"links/insite": 3, "links/offsite": 1, "links/dropped/extension": 1,
                                "links/dropped/scheme": 1}
     assert analysis.relevance is None and analysis.relevant is None and not analysis.noindex
+
+
+def test_the_links_not_requested_are_listed_once_each_with_their_reason() -> None:
+    html = page_html("t", "x", [
+        "http://other.cn/e", "http://other.cn/e#again", "report.PDF", "mailto:x@example.cn", "b.html",
+        "http://other.cn/f",
+    ]).replace('<a href="b.html"', '<a rel="nofollow" href="b.html"')
+    analysis = analyse_page(page(html, depth=3), PageRules(max_depth=3))
+    reasons = {fingerprint: reason for fingerprint, reason in analysis.dropped}
+    assert len(analysis.dropped) == len(reasons) == 4  # the mailto: link is no web URL
+    assert reasons == {
+        url_fingerprint("http://other.cn/e"): "offsite", url_fingerprint("http://other.cn/f"): "offsite",
+        url_fingerprint("http://www.example.cn/a/report.PDF"): "not_a_page",
+        url_fingerprint("http://www.example.cn/a/b.html"): "nofollow",
+    }
+    deep = analyse_page(page(page_html("t", "x", ["b.html", "c.html", "b.html"]), depth=3), PageRules(max_depth=3))
+    assert deep.links == [] and sorted(reason for _, reason in deep.dropped) == ["too_deep", "too_deep"]
+    assert analyse_page(page(page_html("t", "x", ["b.html"]), depth=2), PageRules(max_depth=3)).dropped == []
 
 
 def test_a_gbk_page_is_read_in_its_encoding() -> None:

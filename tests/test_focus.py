@@ -67,6 +67,8 @@ def test_focused_crawl_stores_relevant_pages_and_follows_only_their_links(mixed_
     stats = result.stats
     assert stats["topic/scored"] == 5 and stats["topic/relevant"] == 2 and stats["topic/irrelevant"] == 3
     assert stats["topic/dropped_irrelevant"] == 2 and stats["topic/links_not_followed"] == 1
+    # In the ledger, pages off the topic (the non-HTML one included) are not kept: dropped.
+    assert stats["ledger/dropped/irrelevant"] == 3 and stats["ledger/done"] == 2
     assert "spider_exceptions/count" not in stats
     report = result.report
     assert report["harvest_rate"] == 0.4 and report["pages_relevant"] == 2

@@ -25,6 +25,7 @@ from topicspider.localsite import generate_site, page_html
 from topicspider.requestcodec import UnencodableRequest, decode_request, encode_request
 from topicspider.runner import crawl_command, project_env
 from topicspider.spiders.topic import TopicSpider
+from topicspider.storage.discovered import open_discovered_store
 from topicspider.storage.mysql import MySQLURLTable
 from topicspider.storage.seen import SeenURL, URLState, open_seen_store
 
@@ -40,16 +41,34 @@ REFETCH_BOUND = CONCURRENCY + 2 * STORAGE_BATCH
 CLOSING = "close"
 
 
-def _kill_after(command: list[str], workdir: Path, served: Any, count: int | str) -> None:
-    """Start the crawl, and SIGKILL it once the site has served ``count`` pages (at once
-    for 0: during start-up), or once it logs that it is closing (CLOSING)."""
+def _kill_after(command: list[str], workdir: Path, due: Any) -> None:
+    """Start the crawl, and SIGKILL it once ``due()`` holds."""
     log = workdir / "killed.log"
+    status = stop_crawl_when(command, workdir, lambda: due(log), signal.SIGKILL, stderr=log, poll=0.002)
+    assert status == -signal.SIGKILL, "the crawl ended before the kill"
 
-    def due() -> bool:
-        return "Closing spider" in log.read_text() if count == CLOSING else served() >= count
 
-    status = stop_crawl_when(command, workdir, due, signal.SIGKILL, stderr=log, poll=0.002)
-    assert status == -signal.SIGKILL, f"the crawl ended before the kill at {count}"
+def _moment(kill: int | str, site: Any, depths: dict[str, int], workdir: Path, database_url: str) -> Any:
+    """When to kill: once the site has served ``kill`` pages (0: at once, during
+    start-up); as the crawl logs that it is closing (CLOSING); as the first page of
+    level N is asked for (``level:N``, the level above just finished); or as the
+    database first holds N pages (``stored:N``, a storage batch just written, its URLs
+    not yet marked finished)."""
+    if kill == CLOSING:
+        return lambda log: "Closing spider" in log.read_text()
+    if isinstance(kill, int):
+        return lambda log: len(site.paths()) >= kill
+    what, number = kill.split(":")
+    if what == "level":
+        return lambda log: any(depths.get(path) == int(number) for path in site.paths())
+    return lambda log: _stored_count(workdir, database_url) >= int(number)
+
+
+def _stored_count(workdir: Path, database_url: str) -> int:
+    try:
+        return sum(_stored(workdir, database_url).values())
+    except Exception:  # noqa: BLE001 - no database yet, or its table not yet made
+        return 0
 
 
 def _stored(workdir: Path, database_url: str) -> Counter[str]:
@@ -64,9 +83,10 @@ def database_url(request) -> str:
     return request.getfixturevalue("mysql_url") if request.param == "mysql" else ""
 
 
-# Kills during start-up, in the first levels, mid-crawl and near the end (the storage
-# pipeline's last batches and close).
-@pytest.mark.parametrize("kills", [(0, 40), (15, 120, 200), (260, PAGES), (150, CLOSING)])
+# Kills during start-up, in the first levels, mid-crawl, near the end (the storage
+# pipeline's last batches and close), as a level starts and as a storage batch lands.
+@pytest.mark.parametrize("kills", [(0, 40), (15, 120, 200), (260, PAGES), (150, CLOSING), ("level:3", "stored:150")],
+                         ids=["start-up", "mid-crawl", "near-the-end", "closing", "new-level-and-storage-batch"])
 def test_a_killed_crawl_resumes_with_nothing_lost(tmp_path, serve, kills, database_url):
     depths = generate_site(tmp_path / "site", pages=PAGES, links_per_page=5, seed=17)
     site = serve(tmp_path / "site")
@@ -78,8 +98,8 @@ def test_a_killed_crawl_resumes_with_nothing_lost(tmp_path, serve, kills, databa
         **({"DATABASE_URL": database_url} if database_url else {}),
     })
 
-    for count in kills:
-        _kill_after(command, workdir, lambda: len(site.paths()), count)
+    for kill in kills:
+        _kill_after(command, workdir, _moment(kill, site, depths, workdir, database_url))
     before_resume = len(site.paths())
     resumed = run_project(command, workdir)
 
@@ -247,10 +267,42 @@ def test_the_report_accounts_for_every_queued_url(tmp_path, serve, crawl):
     result = crawl(site.url + "/", depth=1)
 
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.report["urls"] == "6 queued = 3 done + 2 error (http_404 1, http_410 1) + 1 dropped (robots 1) + 0 waiting"
-    assert "urls" in result.stdout and "6 queued = 3 done" in result.stdout
-    # Links never queued are counted as links: a.html and c.html, at the depth limit, link to / and a.html.
+    assert result.report["urls"] == ("6 discovered (6 queued, 0 not) = 3 done + 2 error (http_404 1, http_410 1)"
+                                     " + 1 dropped (robots 1) + 0 waiting")
+    assert "urls" in result.stdout and "6 discovered (6 queued, 0 not) = 3 done" in result.stdout
+    # a.html and c.html, at the depth limit, link to / and a.html: 4 links, no new URL.
     assert result.stats["links/too_deep"] == 4
+
+
+def test_the_report_counts_each_url_found_and_never_queued_once(tmp_path, serve, crawl):
+    """Links not followed are discovered URLs: each counted once, for its reason, unless
+    the crawl queued it after all (an off-site link into another seed's site)."""
+    other_root = tmp_path / "other"
+    other_root.mkdir()
+    (other_root / "index.html").write_text(page_html("other", "text", ["/p.html"]))
+    # Late, so that the first site's link to /p.html is met before /p.html is queued.
+    (other_root / "index.html.headers").write_text("Delay: 1\n")
+    (other_root / "p.html").write_text(page_html("p", "text", []))
+    other = serve(other_root, host="127.0.0.2")
+    root = tmp_path / "site"
+    root.mkdir()
+    elsewhere = "http://127.0.0.9:9"  # never fetched: off-site
+    (root / "index.html").write_text(
+        page_html("home", "start", ["/a.html", "/b.html", f"{other.url}/p.html", f"{other.url}/",
+                                    f"{elsewhere}/x", "/doc.pdf", "/doc.pdf", "mailto:me@example.com"])
+        + '<a rel="nofollow" href="/secret.html">s</a>')
+    (root / "a.html").write_text(page_html("a", "text", [f"{elsewhere}/x", f"{elsewhere}/y", "/deep1.html",
+                                                         "/deep2.html", "/b.html", f"{other.url}/p.html"]))
+    (root / "b.html").write_text(page_html("b", "text", ["/deep1.html", "/deep3.html", "/doc.pdf", "/a.html"]))
+    site = serve(root)
+
+    result = crawl(f"{site.url}/,{other.url}/", depth=1)
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    # Queued: 2 seeds, a.html, b.html, p.html. Not queued: x, y; doc.pdf; secret.html; deep1-3.
+    assert result.report["urls"] == ("12 discovered (5 queued, 7 not) = 5 done + 0 error"
+                                     " + 7 dropped (too_deep 3, offsite 2, nofollow 1, not_a_page 1) + 0 waiting")
+    assert result.stats["ledger/not_queued"] == 7 and result.stats["ledger/dropped/offsite"] == 2
 
 
 @pytest.mark.parametrize(("failure", "entry"), [
@@ -260,6 +312,26 @@ def test_the_report_accounts_for_every_queued_url(tmp_path, serve, crawl):
 ])
 def test_a_failure_reason_gives_one_ledger_entry(failure, entry) -> None:
     assert outcome_of(failure) == entry
+
+
+def test_a_page_not_kept_is_dropped_for_its_reason() -> None:
+    assert outcome_of(None, "irrelevant") == "dropped/irrelevant"
+    assert outcome_of("HTTP 404", "irrelevant") == "error/http_404"
+
+
+def test_the_discovered_store_counts_a_url_once_and_only_in_the_run_that_found_it(tmp_path) -> None:
+    first = open_discovered_store(str(tmp_path))
+    assert first.add_many([(b"a" * 16, "offsite"), (b"b" * 16, "too_deep")]) == {"offsite": 1, "too_deep": 1}
+    assert first.add_many([(b"a" * 16, "too_deep"), (b"c" * 16, "too_deep")]) == {"too_deep": 1}
+    assert first.this_run(b"", 2) == [(b"a" * 16, "offsite"), (b"b" * 16, "too_deep")]
+    first.close()
+    resumed = open_discovered_store(str(tmp_path))
+    assert resumed.add_many([(b"a" * 16, "offsite"), (b"d" * 16, "nofollow")]) == {"nofollow": 1}
+    assert resumed.this_run(b"", 10) == [(b"d" * 16, "nofollow")]
+    resumed.close()
+    temporary = open_discovered_store(None)
+    temporary.close()
+    assert not temporary.path.exists()
 
 
 def test_a_ledger_that_does_not_add_up_says_so() -> None:

@@ -18,6 +18,7 @@ from w3lib.encoding import html_to_unicode
 from topicspider.extract import (
     RawLink, base_url, extract_blocks, extract_emails, extract_links, extract_title, html_root, join_blocks, truncate,
 )
+from topicspider.fingerprint import identity_digest
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
 from topicspider.search.terms import document_terms
 from topicspider.topic.score import PageTerms, Relevance, Topic, count_page_terms
@@ -30,6 +31,9 @@ PRIORITY_SCALE = 1000
 # Best-first scores the anchor texts of a page's first links only: a page of links
 # must not hold a worker for long (the rest get their parent's share alone).
 ANCHORS_SCORED_PER_PAGE = 500
+# Why a page's link is not requested, in the crawl's ledger (topicspider.ledger).
+NOT_A_PAGE, NOFOLLOW_LINK, OFFSITE, TOO_DEEP = "not_a_page", "nofollow", "offsite", "too_deep"
+DROPPED_LINK_REASONS = (NOT_A_PAGE, NOFOLLOW_LINK, OFFSITE, TOO_DEEP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,9 @@ class PageAnalysis:
     search_terms: dict[str, int] | None = None  # None when the page will not be stored
     blocks: list[str] = field(default_factory=list)  # only with PageRules.keep_blocks
     terms: PageTerms | None = None  # only with PageRules.count_terms, for a page not too long
+    # The web URLs among the page's links that will not be requested, once each, as
+    # (fingerprint, reason) for the crawl's ledger (see DROPPED_LINK_REASONS).
+    dropped: list[tuple[bytes, str]] = field(default_factory=list)
 
 
 def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
@@ -127,7 +134,7 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
     else:
         links, malformed = extract_links(root, base_url(root, page.url))
         counts["links/dropped/malformed"] += malformed
-        analysis.links = _links_to_follow(links, page, rules, analysis.relevance, counts)
+        analysis.links = _links_to_follow(links, page, rules, analysis.relevance, counts, analysis.dropped)
     analysis.counts = +counts  # the zeros dropped
     return analysis
 
@@ -144,35 +151,31 @@ def _robots_directives(root: object, headers: tuple[str, ...], rules: PageRules)
 
 
 def _links_to_follow(
-    links: list[RawLink], page: Page, rules: PageRules, relevance: Relevance | None, counts: Counter[str]
+    links: list[RawLink], page: Page, rules: PageRules, relevance: Relevance | None, counts: Counter[str],
+    dropped: list[tuple[bytes, str]],
 ) -> list[Link]:
-    """The page's same-site page links, once each, in page order; every other link counted."""
+    """The page's same-site page links, once each, in page order; every other link
+    counted, and each other web URL added to ``dropped`` with its reason."""
     wanted: list[Link] = []
     anchors_left = ANCHORS_SCORED_PER_PAGE
     seen: set[str] = set()
     for link in links:
         reason = non_page_reason(link.url)
-        if reason is not None:
-            counts[f"links/dropped/{reason}"] += 1
-            continue
-        if link.nofollow and rules.obey_rel_nofollow:
-            counts["robots/rel_nofollow"] += 1
+        if reason == "scheme":  # mailto:, javascript:... not a URL the crawl could fetch
+            counts["links/dropped/scheme"] += 1
             continue
         try:
             url = request_url(link.url)
+            identity = canonical_url(url, rules.strip_trailing_slash)
         except BadURL:
             counts["links/dropped/malformed"] += 1
             continue
-        identity = canonical_url(url, rules.strip_trailing_slash)
         if identity in seen:
             continue
         seen.add(identity)
-        if site_of(url) != page.site:
-            counts["links/offsite"] += 1
-            continue
-        counts["links/insite"] += 1
-        if page.depth >= rules.max_depth:
-            counts["links/too_deep"] += 1
+        drop = _drop_reason(link, url, reason, page, rules, counts)
+        if drop is not None:
+            dropped.append((identity_digest(identity), drop))
             continue
         priority = None
         if rules.best_first and relevance is not None:
@@ -180,6 +183,27 @@ def _links_to_follow(
             anchors_left -= 1
         wanted.append(Link(url, priority))
     return wanted
+
+
+def _drop_reason(
+    link: RawLink, url: str, non_page: str | None, page: Page, rules: PageRules, counts: Counter[str]
+) -> str | None:
+    """Why a page's link (a web URL, met for the first time on the page) is not
+    requested, counting it; None when it is."""
+    if non_page is not None:
+        counts[f"links/dropped/{non_page}"] += 1
+        return NOT_A_PAGE
+    if link.nofollow and rules.obey_rel_nofollow:
+        counts["robots/rel_nofollow"] += 1
+        return NOFOLLOW_LINK
+    if site_of(url) != page.site:
+        counts["links/offsite"] += 1
+        return OFFSITE
+    counts["links/insite"] += 1
+    if page.depth >= rules.max_depth:
+        counts["links/too_deep"] += 1
+        return TOO_DEEP
+    return None
 
 
 def link_priority(rules: PageRules, parent: Relevance, anchor_text: str) -> int:

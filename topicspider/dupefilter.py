@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,6 +38,7 @@ from twisted.internet.task import LoopingCall
 
 from topicspider.cluster import redis_url
 from topicspider.config import get_bool, get_int
+from topicspider.lru import LRU
 from topicspider.reactor_tools import in_thread, thread_pool
 from topicspider.storage.seen import (
     SeenStore,
@@ -82,7 +82,7 @@ class LRUDupeFilter(BaseDupeFilter):
         self.durable = bool(self.jobdir) and not self.exact_store_in_redis
         self.legacy_jobdir = self.durable and is_legacy_jobdir(self.jobdir)
         self.job = job_name(crawler)
-        self.lru: OrderedDict[bytes, None] = OrderedDict()
+        self.lru: LRU[bytes, None] = LRU(self.capacity)
         self.unflushed: dict[bytes, SeenURL] = {}
         self.in_flight: list[dict[bytes, SeenURL]] = []  # the batch on its way to the store
         self.writing = DeferredLock()
@@ -122,13 +122,18 @@ class LRUDupeFilter(BaseDupeFilter):
 
     def verdict(self, fingerprint: bytes) -> Verdict:
         """What memory alone says of ``fingerprint``."""
-        if fingerprint in self.lru:
-            self.lru.move_to_end(fingerprint)
+        if self.lru.touch(fingerprint):
             self.stats.inc_value("dupefilter/lru_hits")
             return Verdict.SEEN
-        if fingerprint in self.unflushed or any(fingerprint in batch for batch in self.in_flight):
+        if self.known_in_memory(fingerprint):
             return Verdict.SEEN
         return Verdict.UNKNOWN if self.store_may_know else Verdict.NEW
+
+    def known_in_memory(self, fingerprint: bytes) -> bool:
+        """Whether memory holds ``fingerprint`` as seen, without making it more recent
+        in the LRU (a look that is not a visit)."""
+        return (fingerprint in self.lru or fingerprint in self.unflushed
+                or any(fingerprint in batch for batch in self.in_flight))
 
     def remember(self, fingerprint: bytes, url: str = "", depth: int = 0, request: bytes | None = None) -> None:
         """Record a new fingerprint (and, when :attr:`durable`, its request as data);
@@ -158,12 +163,9 @@ class LRUDupeFilter(BaseDupeFilter):
     def remember_in_lru(self, fingerprint: bytes) -> None:
         """Record a fingerprint in the LRU alone: its exact store is elsewhere (the
         distributed crawl's Redis set), or it is on its way there."""
-        self.lru[fingerprint] = None
-        self.lru.move_to_end(fingerprint)
-        while len(self.lru) > self.capacity:
-            self.lru.popitem(last=False)
+        if evicted := self.lru.put(fingerprint, None):
             self.store_may_know = True
-            self.stats.inc_value("dupefilter/lru_evictions")
+            self.stats.inc_value("dupefilter/lru_evictions", evicted)
 
     def _start_flush(self) -> None:
         self.flush_pending = True
@@ -197,12 +199,14 @@ class LRUDupeFilter(BaseDupeFilter):
         finally:
             self.writing.release()
 
-    async def check(self, fingerprints: Sequence[bytes]) -> set[bytes]:
-        """Those of ``fingerprints`` the store holds."""
+    async def check(self, fingerprints: Sequence[bytes], *, counted: bool = True) -> set[bytes]:
+        """Those of ``fingerprints`` the store holds; ``counted`` in the dupefilter's
+        stats unless the look-up is not the crawl's own (the ledger's, at close)."""
         assert self.store is not None
-        self.stats.inc_value("dupefilter/store_lookups", len(fingerprints))
         found = await self._in_thread(self.store.contains_many, fingerprints)
-        self.stats.inc_value("dupefilter/store_hits", len(found))
+        if counted:
+            self.stats.inc_value("dupefilter/store_lookups", len(fingerprints))
+            self.stats.inc_value("dupefilter/store_hits", len(found))
         return found
 
     def redirect_within_identity(self, request: Request) -> bool:

@@ -1,20 +1,24 @@
-"""The crawl's ledger of queued URLs: each ends in exactly one state, and they add up.
+"""The crawl's ledger of URLs: each discovered URL ends in exactly one state, and they add up.
 
 Kept by :class:`topicspider.scheduler.FrontierScheduler` (not in distributed mode, where
 a URL's end is shared between workers), written to the stats at close as
 ``ledger/<entry>``, and printed in the crawl report:
 
-    queued now + queued before (a resumed job's waiting URLs)
+    queued + not queued (this run's) + queued before (a resumed job's waiting URLs)
         = done + error (by reason) + dropped (by reason) + still waiting
 
-*done*: fetched, whatever was then made of the page (stored, irrelevant, a redirect);
+*queued*: URLs the crawl requested (seeds, followed links, redirect targets);
+*not queued*: the other web URLs found as links, once each
+(:mod:`topicspider.discovery`), dropped as ``offsite``, ``too_deep``, ``nofollow``
+(``rel="nofollow"``) or ``not_a_page`` (a file by its extension);
+*done*: fetched, and kept (stored, or read as a redirect or a page that is not HTML);
 *error*: failed for good (``http_404``, ``TimeoutError``, ``robots_unreachable``...);
-*dropped*: refused by policy once queued (``robots``, ``offsite`` for a redirect to
-another site, ``filter`` for a blocked pattern). Links never queued (off-site, too
-deep, duplicates, from irrelevant pages) are counted apart, as links, by the spider and
-its middlewares. Still waiting is 0 when the crawl finished.
+*dropped*, once queued: refused by policy (``robots``, ``offsite`` for a redirect to
+another site, ``filter`` for a blocked pattern), or fetched and not kept
+(``irrelevant``: off the topic). Still waiting is 0 when the crawl finished.
+Links of pages whose links are not followed (off the topic, ``nofollow`` pages) are not
+read, so not discovered; the spider counts those pages (``topic/links_not_followed``).
 """
-
 from __future__ import annotations
 
 import re
@@ -23,6 +27,8 @@ from typing import Any
 
 PREFIX = "ledger/"
 QUEUED, RESTORED, DONE, WAITING = "queued", "restored", "done", "waiting"
+NOT_QUEUED = "not_queued"
+IRRELEVANT = "irrelevant"  # a fetched page's reason to be dropped (signals.DROPPED_META)
 ERROR, DROPPED = "error/", "dropped/"
 # Policy refusals (IgnoreRequest messages) by what they say first.
 REFUSALS = (
@@ -35,11 +41,12 @@ IGNORED_PREFIX = "ignored: "
 MAX_REASON_CHARS = 40
 
 
-def outcome_of(failure: str | None) -> str:
+def outcome_of(failure: str | None, dropped: str | None = None) -> str:
     """A finished URL's ledger entry, from the reason its fetch failed for good (the
-    ``fetch_failed`` signal's ``reason``), or None if it did not."""
+    ``fetch_failed`` signal's ``reason``), or None if it did not, and the reason its page
+    was not kept (``DROPPED_META``), or None if it was."""
     if failure is None:
-        return DONE
+        return DROPPED + dropped if dropped else DONE
     if failure.startswith(IGNORED_PREFIX):
         message = failure[len(IGNORED_PREFIX):]
         reason = next((name for start, name in REFUSALS if message.startswith(start)), "ignored")
@@ -59,14 +66,16 @@ def ledger_of(stats: Mapping[str, Any]) -> dict[str, int]:
 
 def imbalance(ledger: Mapping[str, int]) -> int:
     """Queued URLs not accounted for by a state (0 when the ledger adds up)."""
-    queued = ledger.get(QUEUED, 0) + ledger.get(RESTORED, 0)
-    ended = sum(count for key, count in ledger.items() if key not in (QUEUED, RESTORED))
+    queued = ledger.get(QUEUED, 0) + ledger.get(NOT_QUEUED, 0) + ledger.get(RESTORED, 0)
+    ended = sum(count for key, count in ledger.items() if key not in (QUEUED, NOT_QUEUED, RESTORED))
     return queued - ended
 
 
 def ledger_line(ledger: Mapping[str, int]) -> str:
-    """``1000 queued = 990 done + 6 error (http_404 5, TimeoutError 1) + 4 dropped (robots 4) + 0 waiting``."""
-    queued = f"{ledger.get(QUEUED, 0)} queued"
+    """``1200 discovered (1000 queued, 200 not) = 990 done + 6 error (http_404 5, TimeoutError 1)
+    + 204 dropped (offsite 150, too_deep 50, robots 4) + 0 waiting``."""
+    found = ledger.get(QUEUED, 0) + ledger.get(NOT_QUEUED, 0)
+    queued = f"{found} discovered ({ledger.get(QUEUED, 0)} queued, {ledger.get(NOT_QUEUED, 0)} not)"
     if ledger.get(RESTORED):
         queued += f" + {ledger[RESTORED]} queued before"
     parts = [f"{ledger.get(DONE, 0)} done"]

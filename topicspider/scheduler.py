@@ -53,15 +53,18 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from topicspider.config import get_bool, get_int
+from topicspider.discovery import DiscoveryLedger
 from topicspider.dupefilter import LRUDupeFilter, Verdict
 from topicspider.fingerprint import identity_digest
+from topicspider.ledger import DROPPED, NOT_QUEUED, QUEUED, RESTORED, WAITING, outcome_of
 from topicspider.ledger import PREFIX as LEDGER_PREFIX
-from topicspider.ledger import QUEUED, RESTORED, WAITING, outcome_of
 from topicspider.reactor_tools import call_later, sleep
 from topicspider.requestcodec import UnencodableRequest, decode_request, encode_request
 from topicspider.signals import (
+    DROPPED_META,
     RESUME_LATER_META,
     fetch_failed,
+    links_dropped,
     pages_durable,
     pages_lost,
 )
@@ -136,8 +139,12 @@ class FrontierScheduler(Scheduler):
         self.resume_later: Counter[str] = Counter()  # reason -> URLs failed for now, left waiting
         self.lost_pages: set[bytes] = set()  # fingerprints of pages neither stored nor spilled
         self.wait_for_storage = STORAGE_PIPELINE in build_component_list(crawler.settings.getwithbase("ITEM_PIPELINES"))
+        self.discovery: DiscoveryLedger | None = None
         if self.tracking:
             crawler.signals.connect(self._fetch_failed, signal=fetch_failed)
+            assert crawler.stats is not None
+            self.discovery = DiscoveryLedger(self.df, crawler.stats)
+            crawler.signals.connect(self.discovery.note, signal=links_dropped)
         if self.durable:
             crawler.signals.connect(self._pages_stored, signal=pages_durable)
             crawler.signals.connect(self._pages_lost, signal=pages_lost)
@@ -149,27 +156,33 @@ class FrontierScheduler(Scheduler):
             Path(self.dqdir).mkdir()
             mark_durable(self.df.jobdir)
         result = super().open(spider)
-        if not self.durable:
+        if not self.tracking:
             return result
-        self.restoring = True
-        return deferred_from_coro(self._restore(result))
+        self.restoring = self.durable
+        return deferred_from_coro(self._open_ledger_and_frontier(result))
 
-    async def _restore(self, opened: Deferred[None] | None) -> None:
+    async def _open_ledger_and_frontier(self, opened: Deferred[None] | None) -> None:
         try:
             if opened is not None:
                 await maybe_deferred_to_future(opened)
-            if self.df.legacy_jobdir:
-                self._adopt_disk_queue()
-                # Only once the store has them does the disk queue stop being the truth.
-                while self.df.unflushed:
-                    await self.df.flush()
-                    if self.df.unflushed:
-                        await sleep(STORE_RETRY_DELAY)
-                mark_durable(self.df.jobdir)
-            else:
-                await self._queue_waiting()
+            assert self.discovery is not None
+            await self.discovery.open(self.df.jobdir)
+            if self.durable:
+                await self._restore()
         finally:
             self.restoring = False
+
+    async def _restore(self) -> None:
+        if self.df.legacy_jobdir:
+            self._adopt_disk_queue()
+            # Only once the store has them does the disk queue stop being the truth.
+            while self.df.unflushed:
+                await self.df.flush()
+                if self.df.unflushed:
+                    await sleep(STORE_RETRY_DELAY)
+            mark_durable(self.df.jobdir)
+        else:
+            await self._queue_waiting()
 
     async def _queue_waiting(self) -> None:
         after, restored, unrestorable = b"", 0, 0
@@ -449,7 +462,7 @@ class FrontierScheduler(Scheduler):
                 self.ledger[outcome_of(f"{later}: for now")] += 1
                 self.resume_later[later] += 1  # stays waiting in the store
                 continue
-            self.ledger[outcome_of(failure)] += 1
+            self.ledger[outcome_of(failure, request.meta.get(DROPPED_META))] += 1
             if self.durable:
                 entry = SeenURL(fingerprint, request.url, request.meta.get("depth", 0), finished=True)
                 self.awaiting_storage.append(Finished(now, self.unresolved_in, entry))
@@ -470,6 +483,17 @@ class FrontierScheduler(Scheduler):
         while self.awaiting_storage and self.awaiting_storage[0].noticed < before:
             self.to_mark.append(self.awaiting_storage.popleft())
         self._mark_stored()
+
+    async def _count_not_queued(self) -> None:
+        assert self.discovery is not None
+        try:
+            not_queued = await self.discovery.close()
+        except Exception as exc:  # noqa: BLE001 - the crawl's own ledger is still written
+            logger.error("The ledger's discovered links could not be counted: %s", exc)
+            return
+        self.ledger[NOT_QUEUED] += not_queued.total()
+        for reason, count in not_queued.items():
+            self.ledger[DROPPED + reason] += count
 
     def _write_ledger(self) -> None:
         self.ledger[WAITING] = len(self.copies)
@@ -562,6 +586,7 @@ class FrontierScheduler(Scheduler):
             self.unresolved = {}
         if self.tracking:
             self._note_finished()
+            await self._count_not_queued()
             self._write_ledger()
         if self.durable:
             # The storage pipeline has closed: every page that reached it is stored.

@@ -14,6 +14,11 @@ page_scored = object()
 #: ``reason`` (``"HTTP 404"``, ``"ignored: Forbidden by robots.txt"``, an exception).
 fetch_failed = object()
 
+#: The spider has read a page's links: ``links``, those it will not request, once each
+#: per page, as (fingerprint, reason) pairs (:attr:`topicspider.analysis.PageAnalysis.dropped`),
+#: for the crawl's ledger of discovered URLs (:mod:`topicspider.discovery`).
+links_dropped = object()
+
 #: Every page item that reached the storage pipeline before ``before`` (a
 #: ``time.monotonic()`` reading) is stored, spilled to the spill file, or counted lost.
 #: The distributed crawl's scheduler acknowledges a request only after this.
@@ -40,3 +45,8 @@ url_pattern_blocked = object()
 #: error of this run, and its URL stays waiting in a ``JOBDIR``'s durable frontier, so
 #: that a resume tries it again (:mod:`topicspider.scheduler`).
 RESUME_LATER_META = "topicspider_resume_later"
+
+#: Not a signal: the request ``meta`` key by which the spider says that a page it
+#: fetched is not kept, with the reason as its value (``"irrelevant"``: judged off the
+#: topic, so not stored). The ledger counts its URL dropped for that reason, not done.
+DROPPED_META = "topicspider_dropped"

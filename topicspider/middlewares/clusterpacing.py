@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections import OrderedDict
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,7 @@ from topicspider.cluster import (
 from topicspider.cluster.hosts import FOREVER, Booking, HostTickets
 from topicspider.cluster.scheduler import ClusterScheduler
 from topicspider.config import get_float, get_int
+from topicspider.lru import LRU
 from topicspider.middlewares.pacing import PacingMiddleware
 from topicspider.reactor_tools import in_thread, sleep, thread_pool
 from topicspider.signals import host_booked
@@ -99,7 +99,7 @@ class ClusterPacingMiddleware(PacingMiddleware):
         self.worker = uuid.uuid4().hex[:12]
         self.numbers = itertools.count()
         self.held: dict[Request, tuple[str, str]] = {}  # request -> (host, ticket)
-        self.connected: OrderedDict[str, None] = OrderedDict()  # hosts sent to, least recent first
+        self.connected: LRU[str, None] = LRU(CONNECTED_HOSTS)  # hosts sent to
         # Handing a request back needs the cluster scheduler to take it (an explicit
         # -s SCHEDULER may replace it): any other would drop it as seen.
         self.may_decline = issubclass(load_object(settings["SCHEDULER"]), ClusterScheduler)
@@ -176,12 +176,9 @@ class ClusterPacingMiddleware(PacingMiddleware):
     def _connected(self, host: str) -> bool:
         """Whether this worker has sent to ``host`` before (and so has a connection to
         it, likely); the host is remembered from now on."""
-        if host in self.connected:
-            self.connected.move_to_end(host)
+        if self.connected.touch(host):
             return True
-        self.connected[host] = None
-        if len(self.connected) > CONNECTED_HOSTS:
-            self.connected.popitem(last=False)
+        self.connected.put(host, None)
         return False
 
     def _new_ticket(self) -> str:

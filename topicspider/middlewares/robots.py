@@ -20,7 +20,6 @@ all), no rules; 429, 5xx or no answer, retried, then everything disallowed until
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from dataclasses import dataclass
 from time import monotonic
 from typing import TYPE_CHECKING
@@ -34,6 +33,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
 from topicspider.config import get_float, get_int
+from topicspider.lru import LRU
 from topicspider.reactor_tools import sleep
 from topicspider.robots import retry_after_seconds, robots_txt_delay, token_from_settings
 from topicspider.signals import RESUME_LATER_META, host_delay_requested
@@ -86,7 +86,7 @@ class RobotsTxtMiddleware:
         self.max_size = get_int(settings, "ROBOTSTXT_MAX_SIZE")
         self.max_crawl_delay = get_float(settings, "ROBOTSTXT_MAX_CRAWL_DELAY")
         self.max_wait = get_float(settings, "BACKOFF_MAX_DELAY")
-        self.rules: OrderedDict[str, HostRules] = OrderedDict()
+        self.rules: LRU[str, HostRules] = LRU(MAX_CACHED_ORIGINS)
         self.waiting: dict[str, list[Deferred[HostRules]]] = {}
 
     @classmethod
@@ -112,7 +112,6 @@ class RobotsTxtMiddleware:
         origin = f"{parts.scheme}://{parts.netloc}"
         rules = self.rules.get(origin)
         if rules is not None and rules.expires > monotonic():
-            self.rules.move_to_end(origin)
             return rules
         waiter: Deferred[HostRules] = Deferred()
         if origin in self.waiting:
@@ -126,10 +125,7 @@ class RobotsTxtMiddleware:
             for other in self.waiting.pop(origin):
                 other.errback()
             raise
-        self.rules[origin] = rules
-        self.rules.move_to_end(origin)
-        while len(self.rules) > MAX_CACHED_ORIGINS:
-            self.rules.popitem(last=False)
+        self.rules.put(origin, rules)
         for other in self.waiting.pop(origin):
             other.callback(rules)
         return rules

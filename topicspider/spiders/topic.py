@@ -50,12 +50,13 @@ from topicspider.focus import (
     TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments, threshold_setting,
 )
 from topicspider.items import PageItem
+from topicspider.ledger import IRRELEVANT
 from topicspider.middlewares.redirect import RedirectLoop
 from topicspider.middlewares.robots import RobotsUnreachable
 from topicspider.pagepool import PageLost, PagePool, PagePoolFailed
 from topicspider.reactor_tools import sleep, to_thread
 from topicspider.robots import token_from_settings
-from topicspider.signals import RESUME_LATER_META, fetch_failed, page_scored
+from topicspider.signals import DROPPED_META, RESUME_LATER_META, fetch_failed, links_dropped, page_scored
 from topicspider.topic.score import Relevance, Topic
 from topicspider.topic.topicfile import encode_topic
 from topicspider.urls import BadURL, canonical_url, has_public_suffix, mask_url, request_url, site_of
@@ -312,7 +313,7 @@ class TopicSpider(scrapy.Spider):
             # Not text to score: 0 against a topic, counted as any page.
             relevance = NOT_SCORED if self.topic is not None else None
             if relevance is not None:
-                self._record(relevance)
+                self._record(relevance, response)
             self._scored(response, relevance)
             return
         try:
@@ -335,8 +336,10 @@ class TopicSpider(scrapy.Spider):
             self.crawler.stats.inc_value("topic/score_seconds", analysis.score_seconds)  # type: ignore[union-attr]
             item.relevance = round(analysis.relevance.score, 6)
             item.relevance_terms = analysis.relevance.explain()
-            item.relevant = self._record(analysis.relevance)
+            item.relevant = self._record(analysis.relevance, response)
         self._scored(response, analysis.relevance)
+        if analysis.dropped:
+            self.crawler.signals.send_catch_log(links_dropped, links=analysis.dropped)
         if not analysis.noindex:
             yield item
         for link in analysis.links:
@@ -350,9 +353,11 @@ class TopicSpider(scrapy.Spider):
         robots_headers = tuple(value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag"))
         return Page(response.url, response.body, response.encoding, site, depth, robots_headers)  # type: ignore[attr-defined]
 
-    def _record(self, relevance: Relevance) -> bool:
+    def _record(self, relevance: Relevance, response: Response) -> bool:
         """Count a page's score in the stats; whether it is relevant."""
         relevant = self.rules.relevant(relevance)
+        if not relevant and not self.rules.store_all:
+            response.meta[DROPPED_META] = IRRELEVANT  # not stored (RelevancePipeline)
         self._count("topic/scored")
         self._count("topic/relevant" if relevant else "topic/irrelevant")
         assert self.topic is not None

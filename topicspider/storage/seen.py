@@ -87,14 +87,38 @@ class SeenStore(Protocol):
 WAITING, FINISHED = 0, 1
 
 
-class SQLiteSeenStore:
+class LocalSQLiteFile:
+    """An SQLite file of the crawl's own, written from one thread: kept in a ``JOBDIR``,
+    or temporary and removed at close."""
+
     def __init__(self, path: Path, *, temporary: bool) -> None:
         self.path, self.temporary = path, temporary
-        legacy = path.with_name(LEGACY_STORE_FILE)
-        adopt = not temporary and not path.exists() and legacy.exists()
         self.connection = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
         self.connection.execute("PRAGMA journal_mode = WAL")
         self.connection.execute("PRAGMA synchronous = NORMAL")
+
+    def close(self) -> None:
+        self.connection.close()
+        if self.temporary:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+
+def local_sqlite_path(jobdir: str | None, name: str) -> tuple[Path, bool]:
+    """Where a :class:`LocalSQLiteFile` called ``name`` goes, and whether it is temporary."""
+    if jobdir:
+        Path(jobdir).mkdir(parents=True, exist_ok=True)
+        return Path(jobdir) / name, False
+    handle, temporary = tempfile.mkstemp(prefix=f"topicspider-{Path(name).stem}-", suffix=".sqlite")
+    os.close(handle)
+    return Path(temporary), True
+
+
+class SQLiteSeenStore(LocalSQLiteFile):
+    def __init__(self, path: Path, *, temporary: bool) -> None:
+        legacy = path.with_name(LEGACY_STORE_FILE)
+        adopt = not temporary and not path.exists() and legacy.exists()
+        super().__init__(path, temporary=temporary)
         self.connection.execute("CREATE TABLE IF NOT EXISTS frontier (fingerprint BLOB PRIMARY KEY,"
                                 " state INTEGER NOT NULL, request BLOB) WITHOUT ROWID")
         if adopt:
@@ -133,12 +157,6 @@ class SQLiteSeenStore:
             f"SELECT fingerprint, request FROM frontier WHERE fingerprint > ? AND state = {WAITING}"
             " ORDER BY fingerprint LIMIT ?", (after, limit)))
 
-    def close(self) -> None:
-        self.connection.close()
-        if self.temporary:
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-
 
 def is_legacy_jobdir(jobdir: str | None) -> bool:
     """Whether ``jobdir`` is an earlier version's, whose queue is Scrapy's disk queue
@@ -159,12 +177,8 @@ def open_seen_store(jobdir: str | None, database_url: str = "", job: str = "") -
         from topicspider.storage.mysql import MySQLURLTable
 
         return MySQLURLTable(database_url, job)
-    if jobdir:
-        Path(jobdir).mkdir(parents=True, exist_ok=True)
-        return SQLiteSeenStore(Path(jobdir) / STORE_FILE, temporary=False)
-    handle, name = tempfile.mkstemp(prefix="topicspider-seen-", suffix=".sqlite")
-    os.close(handle)
-    return SQLiteSeenStore(Path(name), temporary=True)
+    path, temporary = local_sqlite_path(jobdir, STORE_FILE)
+    return SQLiteSeenStore(path, temporary=temporary)
 
 
 _job_names: WeakKeyDictionary[Crawler, str] = WeakKeyDictionary()
