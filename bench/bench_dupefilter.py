@@ -227,7 +227,7 @@ def worker(options: argparse.Namespace) -> None:
     def structures() -> int:
         if kind == "stock":
             return deep_size(df._fingerprints)
-        return deep_size(df.lru) + deep_size(df.unflushed) + sum(deep_size(batch) for batch in df.in_flight)
+        return deep_size(df.lru.entries) + deep_size(df.unflushed) + sum(deep_size(batch) for batch in df.in_flight)
 
     # One batch of requests built and dropped before the baseline, so that the
     # allocator's working set for a batch is not counted as the filter's memory.

@@ -56,7 +56,7 @@ def test_the_links_not_requested_are_listed_once_each_with_their_reason() -> Non
     ]).replace('<a href="b.html"', '<a rel="nofollow" href="b.html"')
     analysis = analyse_page(page(html, depth=3), PageRules(max_depth=3))
     reasons = {fingerprint: reason for fingerprint, reason in analysis.dropped}
-    assert len(analysis.dropped) == len(reasons) == 4  # the mailto: link is no web URL
+    assert len(analysis.dropped) == 4  # the mailto: link is no web URL
     assert reasons == {
         url_fingerprint("http://other.cn/e"): "offsite", url_fingerprint("http://other.cn/f"): "offsite",
         url_fingerprint("http://www.example.cn/a/report.PDF"): "not_a_page",
@@ -65,6 +65,13 @@ def test_the_links_not_requested_are_listed_once_each_with_their_reason() -> Non
     deep = analyse_page(page(page_html("t", "x", ["b.html", "c.html", "b.html"]), depth=3), PageRules(max_depth=3))
     assert deep.links == [] and sorted(reason for _, reason in deep.dropped) == ["too_deep", "too_deep"]
     assert analyse_page(page(page_html("t", "x", ["b.html"]), depth=2), PageRules(max_depth=3)).dropped == []
+
+
+def test_a_url_linked_nofollow_then_plainly_on_one_page_is_followed() -> None:
+    html = page_html("t", "x", ["b.html", "b.html"]).replace('<a href="b.html"', '<a rel="nofollow" href="b.html"', 1)
+    analysis = analyse_page(page(html), PageRules())
+    assert analysis.links == [Link("http://www.example.cn/a/b.html")]
+    assert analysis.counts == {"robots/rel_nofollow": 1, "links/insite": 1}
 
 
 def test_a_gbk_page_is_read_in_its_encoding() -> None:

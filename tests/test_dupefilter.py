@@ -14,6 +14,7 @@ from scrapy import Request
 
 from topicspider.fingerprint import CanonicalURLFingerprinter, url_fingerprint
 from topicspider.localsite import generate_site
+from topicspider.lru import LRU
 from topicspider.runner import crawl_command
 from topicspider.storage.seen import SeenURL, open_seen_store
 
@@ -136,3 +137,15 @@ def test_a_failing_store_loses_nothing_and_fetches_nothing_twice(tmp_path, serve
     # URL unmarked: a resume would have fetched the whole crawl again.
     with sqlite3.connect(tmp_path / "job" / "frontier.sqlite") as frontier:
         assert frontier.execute("SELECT state, COUNT(*) FROM frontier GROUP BY state").fetchall() == [(1, 60)]
+
+
+def test_the_lru_forgets_the_least_recently_used_and_a_look_is_not_a_use() -> None:
+    lru: LRU[str, int] = LRU(2)
+    assert lru.put("a", 1) == 0 and lru.put("b", 2) == 0
+    assert lru.touch("a")  # now b is the least recent
+    assert "b" in lru  # asking is not using: b stays the least recent
+    assert lru.put("c", 3) == 1
+    assert "b" not in lru and lru.get("a") == 1 and lru.get("c") == 3 and len(lru) == 2
+    assert not lru.touch("b") and lru.get("b") is None
+    with pytest.raises(ValueError, match="at least 1"):
+        LRU(0)

@@ -274,6 +274,26 @@ def test_the_report_accounts_for_every_queued_url(tmp_path, serve, crawl):
     assert result.stats["links/too_deep"] == 4
 
 
+def test_a_url_a_retry_was_redirected_to_is_not_counted_again_when_a_link_leaves_it(tmp_path, serve, crawl):
+    """A retried request that is then redirected queues its new URL without the
+    dupefilter (Scrapy copies the retry's dont_filter to the redirect); that URL is
+    queued all the same, and a link to it later is no new URL."""
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text(page_html("home", "start", ["/p.html", "/r.html"]))
+    (root / "p.html").write_text("")
+    (root / "p.html.headers").write_text("Status: 301\nLocation: /q.html\nStatus-First: 503 1\nRetry-After: 1\n")
+    (root / "q.html").write_text(page_html("q", "text", []))
+    (root / "r.html").write_text(page_html("r", "text", ["/q.html"]))  # at the depth limit
+    site = serve(root)
+
+    result = crawl(site.url + "/", depth=1)
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert site.paths().count("/q.html") == 1
+    assert result.report["urls"] == "4 discovered (4 queued, 0 not) = 4 done + 0 error + 0 dropped + 0 waiting"
+
+
 def test_the_report_counts_each_url_found_and_never_queued_once(tmp_path, serve, crawl):
     """Links not followed are discovered URLs: each counted once, for its reason, unless
     the crawl queued it after all (an off-site link into another seed's site)."""

@@ -161,21 +161,33 @@ def _links_to_follow(
     seen: set[str] = set()
     for link in links:
         reason = non_page_reason(link.url)
-        if reason == "scheme":  # mailto:, javascript:... not a URL the crawl could fetch
-            counts["links/dropped/scheme"] += 1
+        if reason is not None:
+            counts[f"links/dropped/{reason}"] += 1
+            if reason != "scheme":  # mailto:, javascript:... are no URL the crawl could fetch
+                _add_dropped(dropped, link.url, NOT_A_PAGE, rules)
+            continue
+        if link.nofollow and rules.obey_rel_nofollow:
+            # The same URL may be followed from another link of the page.
+            counts["robots/rel_nofollow"] += 1
+            _add_dropped(dropped, link.url, NOFOLLOW_LINK, rules)
             continue
         try:
             url = request_url(link.url)
-            identity = canonical_url(url, rules.strip_trailing_slash)
         except BadURL:
             counts["links/dropped/malformed"] += 1
             continue
+        identity = canonical_url(url, rules.strip_trailing_slash)
         if identity in seen:
             continue
         seen.add(identity)
-        drop = _drop_reason(link, url, reason, page, rules, counts)
-        if drop is not None:
-            dropped.append((identity_digest(identity), drop))
+        if site_of(url) != page.site:
+            counts["links/offsite"] += 1
+            dropped.append((identity_digest(identity), OFFSITE))
+            continue
+        counts["links/insite"] += 1
+        if page.depth >= rules.max_depth:
+            counts["links/too_deep"] += 1
+            dropped.append((identity_digest(identity), TOO_DEEP))
             continue
         priority = None
         if rules.best_first and relevance is not None:
@@ -185,25 +197,12 @@ def _links_to_follow(
     return wanted
 
 
-def _drop_reason(
-    link: RawLink, url: str, non_page: str | None, page: Page, rules: PageRules, counts: Counter[str]
-) -> str | None:
-    """Why a page's link (a web URL, met for the first time on the page) is not
-    requested, counting it; None when it is."""
-    if non_page is not None:
-        counts[f"links/dropped/{non_page}"] += 1
-        return NOT_A_PAGE
-    if link.nofollow and rules.obey_rel_nofollow:
-        counts["robots/rel_nofollow"] += 1
-        return NOFOLLOW_LINK
-    if site_of(url) != page.site:
-        counts["links/offsite"] += 1
-        return OFFSITE
-    counts["links/insite"] += 1
-    if page.depth >= rules.max_depth:
-        counts["links/too_deep"] += 1
-        return TOO_DEEP
-    return None
+def _add_dropped(dropped: list[tuple[bytes, str]], link_url: str, reason: str, rules: PageRules) -> None:
+    try:
+        identity = canonical_url(request_url(link_url), rules.strip_trailing_slash)
+    except BadURL:
+        return  # counted as its link already; no URL to count
+    dropped.append((identity_digest(identity), reason))
 
 
 def link_priority(rules: PageRules, parent: Relevance, anchor_text: str) -> int:

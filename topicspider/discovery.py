@@ -103,17 +103,27 @@ class DiscoveryLedger:
         """This run's URLs discovered and never queued, by reason; the store is closed after."""
         if self.flusher.running:
             self.flusher.stop()
-        if self.store is None:
-            return Counter()
         try:
+            if self.store is None:
+                return Counter()
             while self.flushing:
                 await self._in_thread(lambda: None)
             await self.flush()
-            return await self._count_not_queued()
+            counts = await self._count_not_queued()
+            await self._close_store()
+            return counts
         finally:
-            await self._in_thread(self.store.close)
-            self.store = None
+            if self.store is not None:  # the count failed: the store is closed all the same
+                await self._close_store()
             self.pool.stop()
+
+    async def _close_store(self) -> None:
+        assert self.store is not None
+        store, self.store = self.store, None
+        try:
+            await self._in_thread(store.close)
+        except Exception as exc:  # noqa: BLE001 - what it holds was written; only the counts matter now
+            logger.warning("Could not close the store of discovered links: %s", exc)
 
     async def _count_not_queued(self) -> Counter[str]:
         assert self.store is not None

@@ -11,11 +11,13 @@ a URL's end is shared between workers), written to the stats at close as
 *not queued*: the other web URLs found as links, once each
 (:mod:`topicspider.discovery`), dropped as ``offsite``, ``too_deep``, ``nofollow``
 (``rel="nofollow"``) or ``not_a_page`` (a file by its extension);
-*done*: fetched, and kept (stored, or read as a redirect or a page that is not HTML);
+*done*: fetched and handled (stored, or a redirect, a ``noindex`` page, or, with no
+topic, a page that is not HTML);
 *error*: failed for good (``http_404``, ``TimeoutError``, ``robots_unreachable``...);
 *dropped*, once queued: refused by policy (``robots``, ``offsite`` for a redirect to
 another site, ``filter`` for a blocked pattern), or fetched and not kept
-(``irrelevant``: off the topic). Still waiting is 0 when the crawl finished.
+(``irrelevant``: off the topic, a page that is not HTML included when there is a
+topic). Still waiting is 0 when the crawl finished. A run killed prints no ledger.
 Links of pages whose links are not followed (off the topic, ``nofollow`` pages) are not
 read, so not discovered; the spider counts those pages (``topic/links_not_followed``).
 """

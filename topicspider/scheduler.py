@@ -270,8 +270,9 @@ class FrontierScheduler(Scheduler):
         fingerprint = self.df.fingerprint(request)
         if fingerprint not in self.copies:  # not a copy of one still queued or crawling
             self.ledger[RESTORED if restored else QUEUED] += 1
-        if self.durable:
-            self.df.record(SeenURL(fingerprint, request.url, request.meta.get("depth", 0), self._as_data(request)))
+        # Known from now on, as any queued URL: a retry's redirect (dont_filter too)
+        # brings a URL no link has brought yet, and a later link to it is no new URL.
+        self.df.remember(fingerprint, request.url, request.meta.get("depth", 0), self._as_data(request))
         return self._push(request, fingerprint)
 
     def _as_data(self, request: Request) -> bytes | None:
