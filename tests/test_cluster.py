@@ -4,7 +4,10 @@ politeness across workers, a stop and restart of every worker, seeds pushed by c
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import pickle
 import signal
 import sqlite3
 import subprocess
@@ -367,12 +370,47 @@ def test_bad_seeds_in_the_start_list_are_counted_not_fatal(tmp_path, serve, redi
     generate_site(tmp_path / "site", 5, 1)
     site = serve(tmp_path / "site")
     key = f"{redis_crawl.prefix}:start_urls"
-    redis_crawl.client.rpush(key, "not a url", json.dumps({"url": f"{site.url}/"}), "ftp://x/")
+    nested = '{"url": ' + "[" * 5_000 + "]" * 5_000 + "}"  # json.loads: RecursionError
+    bad = ["not a url", "ftp://x/", nested, b"\xff\xfehttp://127.0.0.1/\xff", f"{site.url}/{'a' * 1_000_000}"]
+    redis_crawl.client.rpush(key, *bad, json.dumps({"url": f"{site.url}/"}))
     worker = Worker(tmp_path / "w", redis_crawl, depth=1)
     finish([worker], clean=False)
-    assert worker.stats["seeds/bad_redis_message"] == 2
-    assert worker.stats["seeds/from_redis"] == 1
+    assert worker.stats["seeds/bad_redis_message"] == len(bad)
+    assert worker.stats["seeds/from_redis"] == 1  # taken after the bad ones: intake went on
     assert worker.stored_paths()
+    assert worker.log().count("Ignored a bad entry in the Redis start-URL list") == len(bad)
+
+
+def test_a_queue_entry_that_is_not_a_request_runs_no_code_and_is_dead_lettered(tmp_path, serve, redis_crawl):
+    """Whatever can write to Redis reaches every worker: a crafted pickle (which would
+    run a command if unpickled) and crafted JSON requests are set aside, and the crawl
+    goes on."""
+    generate_site(tmp_path / "site", 5, 1)
+    site = serve(tmp_path / "site")
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (os.system, (f"touch {marker}",))
+
+    crafted = {
+        pickle.dumps({"url": f"{site.url}/x", "callback": Payload()}, protocol=4): "pickle",
+        json.dumps({"url": f"{site.url}/y", "_class": "os.system"}).encode(): "class",
+        json.dumps({"url": f"{site.url}/z", "callback": "_private"}).encode(): "callback",
+        json.dumps({"url": "file:///etc/passwd"}).encode(): "scheme",
+    }
+    queue = f"{redis_crawl.prefix}:requests"
+    redis_crawl.client.zadd(queue, {data: -1 for data in crafted})  # as an attacker would: no claim, no level
+    redis_crawl.client.rpush(f"{redis_crawl.prefix}:start_urls", f"{site.url}/")
+    worker = Worker(tmp_path / "w", redis_crawl, depth=2)
+    finish([worker], clean=False)
+    assert not marker.exists(), "a queue entry ran code"
+    assert worker.stats["scheduler/cluster/bad_entries"] == len(crafted)
+    letters = [json.loads(raw) for raw in redis_crawl.client.lrange(f"{queue}:dead_letters", 0, -1)]
+    assert sorted(base64.b64decode(letter["entry"]) for letter in letters) == sorted(crafted)
+    assert all(letter["reason"] and letter["worker"] for letter in letters)
+    assert redis_crawl.client.zcard(queue) == 0 and redis_crawl.client.zcard(f"{queue}:leases") == 0
+    assert len(worker.stored_paths()) == 5
 
 
 @pytest.mark.parametrize(("url", "message"), [
@@ -409,17 +447,15 @@ def test_without_redis_url_nothing_of_redis_is_imported(tmp_path, serve):
     assert "redis imported: []" in done.stdout, done.stdout + done.stderr[-2000:]
 
 
-def test_scrapy_redis_encoding_keeps_what_the_topic_spider_puts_in_a_request(redis_crawl: RedisCrawl) -> None:
-    from scrapy_redis.queue import PriorityQueue
-
+def test_the_queue_encoding_keeps_what_the_topic_spider_puts_in_a_request() -> None:
+    from topicspider.requestcodec import decode_request, encode_request
     from topicspider.spiders.topic import TopicSpider
 
     spider = TopicSpider(seeds="http://example.com/")
     request = spider._request("http://example.com/a", "example.com", depth=2)
     request.priority = -2
     request.cb_kwargs["note"] = "kept"
-    codec = PriorityQueue(redis_crawl.client, spider, f"{redis_crawl.prefix}:requests")
-    decoded = codec._decode_request(codec._encode_request(request))
+    decoded = decode_request(encode_request(request, spider), spider)
     assert decoded.url == request.url and decoded.priority == -2
     assert decoded.callback == spider.parse and decoded.errback == spider.on_error
     assert decoded.meta == {"site": "example.com", "depth": 2} and decoded.cb_kwargs == {"note": "kept"}

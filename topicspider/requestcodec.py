@@ -1,7 +1,8 @@
-"""Requests as JSON data, for the durable frontier's store (:mod:`topicspider.scheduler`).
+"""Requests as JSON data, for the durable frontier's store (:mod:`topicspider.scheduler`)
+and the distributed crawl's Redis queue (:mod:`topicspider.cluster.scheduler`).
 
 Scrapy's disk queues pickle requests, and unpickling runs whatever the bytes say: fine
-for a file only this crawl writes, not for a database others can write to. Here a
+for a file only this crawl writes, not for a database or a Redis server others can write to. Here a
 request is :meth:`scrapy.Request.to_dict` (callbacks by their spider method's name)
 written as JSON, with bytes and non-string dictionary keys tagged, so that reading it
 back builds a request and nothing else. A request subclass is named by its import path,
@@ -83,6 +84,22 @@ def decode_request(data: bytes, spider: Spider | None) -> Request:
         return request_from_dict(fields, spider=spider)
     except Exception as exc:  # noqa: BLE001 - whatever the bytes do, they are not a request
         raise UnencodableRequest(f"undecodable request: {exc!r}"[:300]) from exc
+
+
+def request_meta(data: bytes) -> dict[str, Any]:
+    """What ``data``'s request meta says of its level (``site``, ``depth``), for an entry
+    :func:`decode_request` refused; empty when it says nothing usable. Reads JSON only."""
+    try:
+        fields = json.loads(data)
+        meta = fields.get("meta") if isinstance(fields, dict) else None
+        if not isinstance(meta, dict):
+            return {}
+        site, depth = meta.get("site"), meta.get("depth", 0)
+        if isinstance(site, str) and isinstance(depth, int):
+            return {"site": site, "depth": depth}
+    except Exception:  # noqa: BLE001 - whatever the bytes are, they say nothing of a level
+        pass
+    return {}
 
 
 def _check_class(name: Any) -> None:

@@ -99,7 +99,7 @@ def check_server(settings: BaseSettings) -> None:
 class ClusterKeys:
     """The Redis keys of one distributed crawl."""
 
-    queue: str  # sorted set: encoded request -> score (scrapy-redis's PriorityQueue)
+    queue: str  # sorted set: encoded request (JSON, topicspider.requestcodec) -> score
     dupefilter: str  # set: hex fingerprints of every request ever queued
     start_urls: str  # list: seed URLs pushed by `scrapy push-seeds` or anyone
     leases: str  # sorted set: encoded request -> lease expiry (server time)
@@ -107,6 +107,7 @@ class ClusterKeys:
     ranks: str  # hash: "host|priority" -> requests queued so far, for round robin
     levels: str  # hash: "site|depth" -> requests queued, or leased and not finished, for the level barrier
     released: str  # hash: encoded request -> its level field, once finished (no longer counted there)
+    dead_letters: str  # list: JSON records of queue entries set aside, each with its reason
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> ClusterKeys:
@@ -121,8 +122,9 @@ class ClusterKeys:
             ranks=f"{queue}:ranks",
             levels=f"{queue}:levels",
             released=f"{queue}:released",
+            dead_letters=f"{queue}:dead_letters",
         )
 
     def all(self) -> list[str]:
         return [self.queue, self.dupefilter, self.start_urls, self.leases, self.scores, self.ranks, self.levels,
-                self.released]
+                self.released, self.dead_letters]

@@ -30,6 +30,9 @@ wanted) is one pipeline (two round trips: redis-py checks the script cache first
 
 from __future__ import annotations
 
+import base64
+import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +41,8 @@ from topicspider.cluster.hosts import HostTickets
 
 RANK_LIMIT = 999_999  # ranks above share a score; order among them is by bytes
 RECLAIM_PER_POP = 1000
+DEAD_LETTERS_KEPT = 10_000  # the latest entries set aside; older ones are trimmed
+DEAD_LETTER_ENTRY_BYTES = 65_536  # of a set-aside entry, kept for a look at what it was
 
 # Shared by the scripts. A level count of 0 is removed, so the hash holds live levels only.
 # requeue() expects the KEYS of LEASED_POP, ACK and GIVE_BACK: queue, leases, scores, released, levels.
@@ -191,6 +196,16 @@ class Exchange:
     seeds_wanted: int = 0
     levels: list[str] = field(default_factory=list)  # level fields to read
     hosts: list[str] = field(default_factory=list)  # hosts whose next start to read
+    dead_letters: list[bytes] = field(default_factory=list)  # records of entries set aside
+
+
+def dead_letter(data: bytes, reason: str, worker: str) -> bytes:
+    """A dead-letter record (JSON): why an entry was set aside, by whom and when, and
+    the entry itself (base64; its first DEAD_LETTER_ENTRY_BYTES) with its size."""
+    return json.dumps({
+        "reason": reason, "worker": worker, "at": time.time(), "size": len(data),
+        "entry": base64.b64encode(data[:DEAD_LETTER_ENTRY_BYTES]).decode("ascii"),
+    }).encode("utf-8")
 
 
 @dataclass
@@ -235,6 +250,10 @@ class RedisFrontier:
         if work.released:
             pairs = [part for released in work.released for part in released]
             self._release(keys=[keys.leases, keys.released, keys.levels], args=pairs, client=pipe)
+        if work.dead_letters:
+            # Before the entries' acknowledgement: an entry set aside is never lost.
+            pipe.rpush(keys.dead_letters, *work.dead_letters)
+            pipe.ltrim(keys.dead_letters, -DEAD_LETTERS_KEPT, -1)
         if work.finished:
             pairs = [part for finished in work.finished for part in finished]
             self._ack(keys=self._lease_keys(), args=pairs, client=pipe)
@@ -254,6 +273,8 @@ class RedisFrontier:
         claimed = [bool(flag) for flag in replies.pop(0)] if work.outgoing else []
         if work.released:
             replies.pop(0)
+        if work.dead_letters:
+            del replies[:2]
         held = replies.pop(0) if work.finished else len(work.finished)
         lost = list(replies.pop(0)) if work.renew else []
         reclaimed, popped = replies.pop(0)

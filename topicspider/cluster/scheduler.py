@@ -9,7 +9,7 @@ and those of :class:`topicspider.scheduler.FrontierScheduler`. Stats:
 ``scheduler/cluster/pushed``, ``scheduler/cluster/popped``, ``scheduler/cluster/acked``,
 ``scheduler/cluster/acked_late``, ``scheduler/cluster/given_back``,
 ``scheduler/cluster/reclaimed``, ``scheduler/cluster/errors``,
-``scheduler/cluster/local_only``, ``scheduler/cluster/undecodable``, ``scheduler/cluster/lost``,
+``scheduler/cluster/local_only``, ``scheduler/cluster/bad_entries``, ``scheduler/cluster/lost``,
 ``scheduler/cluster/unacked``, ``scheduler/cluster/stuck_leases``,
 ``scheduler/cluster/disowned``.
 
@@ -18,8 +18,15 @@ every request queued and every request asked for, and loses what a killed worker
 popped. Here every Redis call runs on one worker thread, in batches: new requests,
 finished ones, lease renewals and the next requests travel in one round trip
 (:meth:`topicspider.cluster.frontier.RedisFrontier.exchange`), while the engine takes
-requests from a local buffer of up to ``REDIS_PREFETCH`` leased ones. The requests use
-scrapy-redis's encoding (its ``PriorityQueue``), so its tools can read the queue.
+requests from a local buffer of up to ``REDIS_PREFETCH`` leased ones.
+
+Whatever can write to Redis reaches every worker, so the queue holds data only: each
+request as JSON (:mod:`topicspider.requestcodec`: an http(s) URL, callbacks named among
+the spider's public methods, request classes of Scrapy's or topicspider's), never a
+pickle, whatever ``SCHEDULER_SERIALIZER`` says. An entry that is not such a request
+runs nothing: it is counted (``scheduler/cluster/bad_entries``), acknowledged, and set
+aside with its reason in the dead-letter list (``<queue key>:dead_letters``, the
+latest ``DEAD_LETTERS_KEPT``).
 
 The local fast path of de-duplication is the dupefilter's LRU; the exact store is the
 crawl's Redis set, and a URL is queued only by the worker whose ``SADD`` added it. A
@@ -34,6 +41,8 @@ leases run out after ``REDIS_LEASE`` seconds and any worker puts them back.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -56,12 +65,14 @@ from topicspider.cluster.frontier import (
     ExchangeResult,
     Outgoing,
     RedisFrontier,
+    dead_letter,
     level_field,
     queue_order,
 )
 from topicspider.config import get_bool, get_float, get_int
 from topicspider.dupefilter import Verdict
 from topicspider.reactor_tools import call_later, in_thread, sleep, thread_pool
+from topicspider.requestcodec import UnencodableRequest, decode_request, encode_request, request_meta
 from topicspider.scheduler import STORAGE_PIPELINE, FrontierScheduler, level_of
 from topicspider.signals import host_booked, pages_durable
 
@@ -130,6 +141,10 @@ class ClusterScheduler(FrontierScheduler):
         self.closed = False
         self.error_logged = False
         self.logged_local_only = False
+        self.dead_letters: list[bytes] = []  # records of entries set aside, for the next round
+        self.logged_bad_entry = False
+        self.debug = get_bool(settings, "SCHEDULER_DEBUG")
+        self.worker_name = f"{socket.gethostname()}:{os.getpid()}"
         self.ticker = LoopingCall(self._kick)
         # A finished request is acknowledged once its page is stored (pages_durable):
         # acknowledged and then lost in a storage buffer, it would never be fetched again.
@@ -147,10 +162,7 @@ class ClusterScheduler(FrontierScheduler):
         crawler.signals.connect(self._pages_durable, signal=pages_durable)
 
     def open(self, spider: Spider) -> Deferred[None] | None:
-        from scrapy_redis.queue import PriorityQueue
-
         result = super().open(spider)
-        self.codec = PriorityQueue(self.server, spider, self.keys.queue)
         self.frontier = RedisFrontier(self.server, self.keys, self.lease)
         self.pool.start()
         return deferred_from_coro(self._open(result))
@@ -181,8 +193,8 @@ class ClusterScheduler(FrontierScheduler):
                 self.df.log(request, self.spider)
                 return False
         try:
-            data = self.codec._encode_request(request)
-        except Exception as exc:  # noqa: BLE001 - not serialisable: crawl it here, do not share it
+            data = encode_request(request, self.spider)
+        except UnencodableRequest as exc:  # not data: crawl it here, do not share it
             self._keep_local(request, fingerprint, exc)
             return True
         host = self.downloader.get_slot_key(request)
@@ -274,6 +286,7 @@ class ClusterScheduler(FrontierScheduler):
                 try:
                     result = await in_thread(self.pool, self.frontier.exchange, work)
                 except Exception as exc:  # noqa: BLE001 - Redis failed: keep everything, try again
+                    self.dead_letters = work.dead_letters + self.dead_letters
                     self._failed(exc, sent, released, finished)
                     await sleep(ERROR_RETRY)
                     continue
@@ -290,7 +303,8 @@ class ClusterScheduler(FrontierScheduler):
         released, self.releasing = self.releasing, []
         finished, self.stored = self.stored, []
         work = Exchange(outgoing=[entry for entry, _, _ in sent], released=self._with_levels(released),
-                        finished=self._with_levels(finished))
+                        finished=self._with_levels(finished), dead_letters=self.dead_letters)
+        self.dead_letters = []
         if monotonic() - self.last_renewal > self.lease / 4:
             work.renew = list(self.lease_of.values())
             self.last_renewal = monotonic()
@@ -471,13 +485,9 @@ class ClusterScheduler(FrontierScheduler):
 
     def _take(self, data: bytes) -> None:
         try:
-            request = self.codec._decode_request(data)
-        except Exception as exc:  # noqa: BLE001 - a bad entry must not stop the crawl
-            self._count("scheduler/cluster/undecodable")
-            logger.error("Dropped a queue entry that cannot be decoded: %s", exc)
-            marker = _Undecodable(self._meta_of(data))
-            self.lease_of[marker] = data  # type: ignore[index]
-            self.given.add(marker)  # type: ignore[arg-type] # acknowledged with the next round
+            request = decode_request(data, self.spider)
+        except UnencodableRequest as exc:  # runs nothing; a bad entry must not stop the crawl
+            self._set_aside(data, str(exc))
             return
         self._count("scheduler/cluster/popped")
         self.lease_of[request] = data
@@ -541,11 +551,18 @@ class ClusterScheduler(FrontierScheduler):
         await super()._close(reason)
 
 
-    def _meta_of(self, data: bytes) -> dict[str, Any]:
-        try:
-            return dict(self.codec.serializer.loads(data)["meta"])
-        except Exception:  # noqa: BLE001 - its level count stays; logged with the entry
-            return {}
+    def _set_aside(self, data: bytes, reason: str) -> None:
+        """A queue entry that is not a request: into the dead-letter list, then
+        acknowledged (in that order, in the next round), so that no worker takes it again."""
+        self._count("scheduler/cluster/bad_entries")
+        if self.debug or not self.logged_bad_entry:
+            logger.error("Set aside a queue entry that is not a request (%s)%s", reason,
+                         "" if self.debug else "; further ones are only counted (scheduler/cluster/bad_entries)")
+            self.logged_bad_entry = True
+        self.dead_letters.append(dead_letter(data, reason, self.worker_name))
+        marker = _Undecodable(request_meta(data))
+        self.lease_of[marker] = data  # type: ignore[index]
+        self.given.add(marker)  # type: ignore[arg-type] # acknowledged with the next round
 
 
 class _Undecodable:

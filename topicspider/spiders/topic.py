@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 HISTOGRAM_BUCKETS = 10  # over the highest possible score: steps of 0.5 from 0 to 5, of 0.1 up to 1
 SEED_POLL = 0.5  # seconds between looks at the Redis start-URL list
+SEED_MESSAGE_MAX_CHARS = 16_384  # a start-list entry longer than this is no URL
 NOT_SCORED = Relevance(0.0)
 
 
@@ -224,15 +225,22 @@ class TopicSpider(scrapy.Spider):
                 return
 
     def _seed_from_message(self, message: str) -> str | None:
-        """A URL from a start-list entry: a URL, or scrapy-redis's JSON ``{"url": ...}``."""
+        """A URL from a start-list entry: a URL, or scrapy-redis's JSON ``{"url": ...}``.
+        Anyone who can write to Redis writes this list: whatever an entry holds, it is at
+        worst counted and skipped."""
         text = message.strip()
         try:
+            if len(text) > SEED_MESSAGE_MAX_CHARS:
+                raise ValueError(f"{len(text)} characters, more than {SEED_MESSAGE_MAX_CHARS}")
+            if "\ufffd" in text:
+                raise ValueError("not UTF-8")
             if text.startswith("{"):
                 text = str(json.loads(text)["url"])
             return request_url(text)
-        except (ValueError, KeyError, TypeError, BadURL) as exc:
+        except Exception as exc:  # noqa: BLE001 - nested JSON raises RecursionError, and the next entry may be good
             self._count("seeds/bad_redis_message")
-            self.logger.error("Ignored a bad entry in the Redis start-URL list: %s (%s)", mask_url(text)[:200], exc)
+            self.logger.error("Ignored a bad entry in the Redis start-URL list: %s (%s)",
+                              mask_url(text[:200]), str(exc)[:200])
             return None
 
     async def _prepare_topic(self) -> None:
