@@ -25,7 +25,7 @@ from tests.services import RedisCrawl
 from topicspider.cluster import ClusterKeys
 from topicspider.cluster.frontier import Exchange, Outgoing, RedisFrontier, level_field, queue_order
 from topicspider.cluster.hosts import HostTickets
-from topicspider.localsite import generate_site
+from topicspider.localsite import generate_site, page_html
 from topicspider.runner import crawl_command, opened, project_env, push_seeds_command
 
 # Each worker is a real `scrapy crawl` process; on page-analysis workers they would
@@ -63,8 +63,13 @@ class Worker:
         return json.loads((self.workdir / "stats.json").read_text())["stats"]
 
     def stored_paths(self) -> set[str]:
-        with sqlite3.connect(self.workdir / "topicspider.db") as connection:
-            return {urlsplit(url).path or "/" for (url,) in connection.execute("SELECT url FROM pages")}
+        return stored_paths(self.workdir)
+
+
+def stored_paths(workdir: Path) -> set[str]:
+    """The paths of the pages a worker (running, finished or killed) stored in ``workdir``."""
+    with sqlite3.connect(workdir / "topicspider.db") as connection:
+        return {urlsplit(url).path or "/" for (url,) in connection.execute("SELECT url FROM pages")}
 
 
 def finish(workers: list[Worker], clean: bool = True) -> None:
@@ -141,6 +146,46 @@ def test_leases_are_acknowledged_renewed_and_reclaimed(frontier: RedisFrontier, 
     assert frontier.exchange(Exchange()).reclaimed == 1
     late = frontier.exchange(Exchange(finished=[(b"y", "s|0")], levels=["s|0"]))
     assert late.queued == 0 and late.leased == 0 and late.levels == {"s|0": 0}
+
+
+def test_a_lease_is_its_workers_alone_after_an_outage(frontier: RedisFrontier, redis_crawl: RedisCrawl) -> None:
+    """Worker A's lease runs out while it cannot reach Redis; B leases the request again.
+    A's late acknowledgement, release, renewal and give-back leave B's lease alone."""
+    a = RedisFrontier(redis_crawl.client, frontier.keys, lease=0.2, owner="a")
+    b = RedisFrontier(redis_crawl.client, frontier.keys, lease=60.0, owner="b")
+    a.exchange(Exchange(outgoing=[entry("x")]))
+    assert a.exchange(Exchange(wanted=1)).popped == [b"x"]
+    time.sleep(0.3)
+    taken = b.exchange(Exchange(wanted=1, levels=["s|0"]))
+    assert taken.reclaimed == 1 and taken.popped == [b"x"] and taken.levels == {"s|0": 1}
+    late = a.exchange(Exchange(released=[(b"x", "s|0")], finished=[(b"x", "s|0")], renew=[b"x"], levels=["s|0"]))
+    assert late.acked_late == 1 and late.lost == [b"x"]
+    assert late.leased == 1 and late.levels == {"s|0": 1}  # still B's, still counted
+    a.give_back([b"x"])
+    assert frontier.exchange(Exchange()).leased == 1
+    assert b.exchange(Exchange(renew=[b"x"])).renewed == 1
+    done = b.exchange(Exchange(finished=[(b"x", "s|0")], levels=["s|0"]))
+    assert done.acked_late == 0 and done.leased == 0 and done.queued == 0 and done.levels == {"s|0": 0}
+    assert not redis_crawl.client.exists(frontier.keys.owners, frontier.keys.deliveries)
+
+
+def test_a_request_popped_too_often_comes_back_poisoned(frontier: RedisFrontier, redis_crawl: RedisCrawl) -> None:
+    dying = RedisFrontier(redis_crawl.client, frontier.keys, lease=0.1, owner="dies", max_deliveries=2)
+    dying.exchange(Exchange(outgoing=[entry("x")]))
+    for _ in range(2):  # each worker that takes it dies: its lease runs out
+        taken = dying.exchange(Exchange(wanted=1))
+        assert taken.popped == [b"x"] and taken.poisoned == []
+        time.sleep(0.15)
+    # A give-back is no delivery: the request was never started.
+    steady = RedisFrontier(redis_crawl.client, frontier.keys, lease=60.0, owner="steady", max_deliveries=2)
+    third = steady.exchange(Exchange(wanted=1))
+    assert third.popped == [] and third.poisoned == [(b"x", 3)] and third.leased == 1
+    steady.exchange(Exchange(finished=[(b"x", "s|0")]))
+    unlimited = RedisFrontier(redis_crawl.client, frontier.keys, lease=60.0, owner="u", max_deliveries=1)
+    unlimited.exchange(Exchange(outgoing=[entry("y")]))
+    assert unlimited.exchange(Exchange(wanted=1)).popped == [b"y"]
+    unlimited.give_back([b"y"])
+    assert unlimited.exchange(Exchange(wanted=1)).popped == [b"y"]  # the give-back took its pop back
 
 
 def test_a_finished_request_leaves_its_level_before_its_acknowledgement(frontier: RedisFrontier,
@@ -356,6 +401,38 @@ def test_every_worker_stopped_mid_crawl_then_restarted_finishes_the_crawl(tmp_pa
         assert len(refetched) <= 2 * 32
         assert all(count == 2 for count in requested.values() if count > 1)
     assert set(requested) >= {path for path in before}
+
+
+def test_a_request_that_kills_every_worker_taking_it_is_dead_lettered(tmp_path, serve, redis_crawl):
+    """A poison pill: each worker that fetches /poison.html dies (here: SIGKILL as the
+    page is asked for). After REDIS_MAX_DELIVERIES deliveries the next worker sets it
+    aside, unread, and the crawl ends with every other page stored."""
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = ["/a.html", "/b.html", "/c.html", "/poison.html"]
+    (root / "index.html").write_text(page_html("home", "start", pages))
+    for path in pages:
+        (root / path.lstrip("/")).write_text(page_html(path, "text", []))
+    site = serve(root)
+    settings = {"REDIS_LEASE": 5, "REDIS_MAX_DELIVERIES": 2, "REDIS_PREFETCH": 1, "CONCURRENT_REQUESTS": 1}
+    redis_crawl.client.rpush(f"{redis_crawl.prefix}:start_urls", f"{site.url}/")
+    for attempt in range(2):
+        worker = Worker(tmp_path / f"dies{attempt}", redis_crawl, depth=1, **settings)
+        deadline = time.monotonic() + 60
+        while page_paths(site).count("/poison.html") <= attempt:
+            assert worker.process.poll() is None and time.monotonic() < deadline, worker.log()[-3000:]
+            time.sleep(0.005)
+        worker.process.kill()
+        worker.process.wait(timeout=10)
+    last = Worker(tmp_path / "last", redis_crawl, depth=1, **settings)
+    finish([last], clean=False)
+    assert page_paths(site).count("/poison.html") == 2  # never fetched a third time
+    stored = set().union(*(stored_paths(tmp_path / name) for name in ("last", "dies0", "dies1")))
+    assert {canonical_path(path) for path in stored} == {"/", "/a.html", "/b.html", "/c.html"}
+    assert last.stats["scheduler/cluster/over_delivered"] == 1
+    letters = [json.loads(raw) for raw in redis_crawl.client.lrange(f"{redis_crawl.prefix}:requests:dead_letters", 0, -1)]
+    assert len(letters) == 1 and "delivered 3 times" in letters[0]["reason"]
+    assert b"/poison.html" in base64.b64decode(letters[0]["entry"])
 
 
 def test_a_worker_with_nothing_to_do_exits_after_the_idle_timeout(tmp_path, redis_crawl):

@@ -36,6 +36,7 @@ INT_SETTINGS: dict[str, int] = {
     "TOPIC_EXPLAIN_TERMS": 0,
     "PAGE_PROCESSES": 0,
     "REDIS_PREFETCH": 1,
+    "REDIS_MAX_DELIVERIES": 0,
     "CONSOLE_PORT": 0,
     # Scrapy's own, which it would only reject with a traceback.
     "CONCURRENT_REQUESTS": 1,

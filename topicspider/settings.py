@@ -131,6 +131,7 @@ PAGE_TIMEOUT = 60.0  # seconds a page may hold a worker before it is stopped
 REDIS_URL = ""
 REDIS_PREFETCH = 32  # leased requests a worker holds ready
 REDIS_LEASE = 120.0  # seconds before a dead worker's requests go back to the queue
+REDIS_MAX_DELIVERIES = 5  # pops of one request before it is set aside as a poison pill; 0: no limit
 REDIS_IDLE_TIMEOUT = 30.0  # seconds of an empty shared frontier before a worker exits
 SCHEDULER_FLUSH_ON_START = False
 CRAWL_LOG = "crawl.log"

@@ -107,6 +107,8 @@ class ClusterKeys:
     ranks: str  # hash: "host|priority" -> requests queued so far, for round robin
     levels: str  # hash: "site|depth" -> requests queued, or leased and not finished, for the level barrier
     released: str  # hash: encoded request -> its level field, once finished (no longer counted there)
+    owners: str  # hash: encoded request -> the worker whose lease it is
+    deliveries: str  # hash: encoded request -> times popped (a give-back takes its pop back)
     dead_letters: str  # list: JSON records of queue entries set aside, each with its reason
 
     @classmethod
@@ -122,9 +124,11 @@ class ClusterKeys:
             ranks=f"{queue}:ranks",
             levels=f"{queue}:levels",
             released=f"{queue}:released",
+            owners=f"{queue}:owners",
+            deliveries=f"{queue}:deliveries",
             dead_letters=f"{queue}:dead_letters",
         )
 
     def all(self) -> list[str]:
         return [self.queue, self.dupefilter, self.start_urls, self.leases, self.scores, self.ranks, self.levels,
-                self.released, self.dead_letters]
+                self.released, self.owners, self.deliveries, self.dead_letters]

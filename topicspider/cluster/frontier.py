@@ -26,6 +26,13 @@ wanted) is one pipeline (two round trips: redis-py checks the script cache first
   the server's clock; the worker renews them while it holds them and acknowledges each
   once its page is stored. Leases that expire (a worker killed) go back to the queue at
   the next pop of any worker; a graceful stop gives back what it did not start.
+* **Owners.** Each lease names its worker (``owners``), and only that worker's
+  acknowledgement, release, renewal or give-back acts on it: after an outage longer than
+  the lease, a worker's late word cannot touch the copy another worker leased since.
+* **Deliveries.** Each pop of a request counts a delivery (a give-back takes its own
+  back: never started). A request popped more than ``REDIS_MAX_DELIVERIES`` times, a
+  poison pill that kills the workers that take it, is handed over marked as such, for
+  the worker to set aside unread (dead letters) instead of crawling it again.
 """
 
 from __future__ import annotations
@@ -45,7 +52,8 @@ DEAD_LETTERS_KEPT = 10_000  # the latest entries set aside; older ones are trimm
 DEAD_LETTER_ENTRY_BYTES = 65_536  # of a set-aside entry, kept for a look at what it was
 
 # Shared by the scripts. A level count of 0 is removed, so the hash holds live levels only.
-# requeue() expects the KEYS of LEASED_POP, ACK and GIVE_BACK: queue, leases, scores, released, levels.
+# requeue() expects the KEYS of LEASED_POP, ACK and GIVE_BACK: queue, leases, scores, released,
+# levels, owners, deliveries.
 FUNCTIONS = """
 local function count_level(levels, level, by)
   if level == '' or by == 0 then return end
@@ -56,6 +64,7 @@ local function requeue(data)
   if not score then score = 0 end
   local added = redis.call('ZADD', KEYS[1], score, data)
   redis.call('HDEL', KEYS[3], data)
+  redis.call('HDEL', KEYS[6], data)
   local level = redis.call('HGET', KEYS[4], data)
   if level then
     -- released: it counts again, unless the same bytes are queued already (and counted)
@@ -85,8 +94,10 @@ end
 return claimed
 """ % {"rank_limit": RANK_LIMIT}
 
-# KEYS: queue, leases, scores, released, levels. ARGV: how many, lease seconds. Returns
-# {reclaimed count, {data, ...}}. A reclaimed request counts in its level again.
+# KEYS: queue, leases, scores, released, levels, owners, deliveries. ARGV: how many, lease
+# seconds, owner, most deliveries (0: no limit). Returns {reclaimed count, {data, ...},
+# {data, deliveries, ...} of those past the limit}. A reclaimed request counts in its
+# level again.
 LEASED_POP = FUNCTIONS + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -96,27 +107,37 @@ for _, data in ipairs(expired) do
   requeue(data)
 end
 local popped = {}
+local poisoned = {}
 local wanted = tonumber(ARGV[1])
 if wanted > 0 then
   local items = redis.call('ZRANGE', KEYS[1], 0, wanted - 1, 'WITHSCORES')
   local expiry = now + tonumber(ARGV[2])
+  local most = tonumber(ARGV[4])
   for i = 1, #items, 2 do
     redis.call('ZREM', KEYS[1], items[i])
     redis.call('ZADD', KEYS[2], expiry, items[i])
     redis.call('HSET', KEYS[3], items[i], items[i + 1])
-    popped[#popped + 1] = items[i]
+    redis.call('HSET', KEYS[6], items[i], ARGV[3])
+    local deliveries = redis.call('HINCRBY', KEYS[7], items[i], 1)
+    if most > 0 and deliveries > most then
+      poisoned[#poisoned + 1] = items[i]
+      poisoned[#poisoned + 1] = deliveries
+    else
+      popped[#popped + 1] = items[i]
+    end
   end
 end
-return {#expired, popped}
+return {#expired, popped, poisoned}
 """ % {"reclaim": RECLAIM_PER_POP}
 
-# KEYS: leases, released, levels. ARGV: data, level, ... Requests whose callback has
+# KEYS: leases, released, levels, owners. ARGV: owner, data, level, ... Requests whose callback has
 # ended (their new requests are queued) stop counting in their level while still leased
 # until their page is stored: the next level need not wait for storage. One whose lease
 # ran out already counts again as queued, and is left so.
 RELEASE = FUNCTIONS + """
-for i = 1, #ARGV, 2 do
-  if ARGV[i + 1] ~= '' and redis.call('ZSCORE', KEYS[1], ARGV[i])
+for i = 2, #ARGV, 2 do
+  local holder = redis.call('HGET', KEYS[4], ARGV[i])
+  if ARGV[i + 1] ~= '' and (not holder or holder == ARGV[1]) and redis.call('ZSCORE', KEYS[1], ARGV[i])
       and redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) == 1 then
     count_level(KEYS[3], ARGV[i + 1], -1)
   end
@@ -124,40 +145,55 @@ end
 return 0
 """
 
-# KEYS: queue, leases, scores, released, levels. ARGV: data, level, ... Returns how many
-# were still leased: a request whose lease had run out is taken off the queue again, so
-# it is not fetched twice.
+# KEYS: queue, leases, scores, released, levels, owners, deliveries. ARGV: owner, data,
+# level, ... Returns how many were still this worker's: a request whose lease had run
+# out is taken off the queue again, so it is not fetched twice; one leased since by
+# another worker is that worker's to acknowledge.
 ACK = FUNCTIONS + """
 local held = 0
-for i = 1, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   local data = ARGV[i]
-  local leased = redis.call('ZREM', KEYS[2], data)
-  held = held + leased
-  redis.call('HDEL', KEYS[3], data)
-  local counted = redis.call('ZREM', KEYS[1], data)
-  if redis.call('HDEL', KEYS[4], data) == 0 then counted = counted + leased end
-  count_level(KEYS[5], ARGV[i + 1], -counted)
+  local holder = redis.call('HGET', KEYS[6], data)
+  if not holder or holder == ARGV[1] then
+    local leased = redis.call('ZREM', KEYS[2], data)
+    held = held + leased
+    redis.call('HDEL', KEYS[3], data)
+    redis.call('HDEL', KEYS[6], data)
+    redis.call('HDEL', KEYS[7], data)
+    local counted = redis.call('ZREM', KEYS[1], data)
+    if redis.call('HDEL', KEYS[4], data) == 0 then counted = counted + leased end
+    count_level(KEYS[5], ARGV[i + 1], -counted)
+  end
 end
 return held
 """
 
-# KEYS: queue, leases, scores, released, levels. ARGV: data, ... Puts leased requests
-# back in the queue.
+# KEYS: queue, leases, scores, released, levels, owners, deliveries. ARGV: owner, data,
+# ... Puts this worker's leased requests back in the queue, not counted as delivered.
 GIVE_BACK = FUNCTIONS + """
-for _, data in ipairs(ARGV) do
-  if redis.call('ZREM', KEYS[2], data) == 1 then requeue(data) end
+for i = 2, #ARGV do
+  local data = ARGV[i]
+  local holder = redis.call('HGET', KEYS[6], data)
+  if (not holder or holder == ARGV[1]) and redis.call('ZREM', KEYS[2], data) == 1 then
+    requeue(data)
+    if redis.call('HINCRBY', KEYS[7], data, -1) <= 0 then redis.call('HDEL', KEYS[7], data) end
+  end
 end
-return #ARGV
+return #ARGV - 1
 """
 
-# KEYS: leases. ARGV: lease seconds, data, ... Extends leases still held; returns those
-# no longer held (run out and put back while this worker could not renew them).
+# KEYS: leases, owners. ARGV: lease seconds, owner, data, ... Extends this worker's
+# leases still held; returns those no longer held (run out and put back, or leased since
+# by another worker, while this worker could not renew them).
 RENEW = """
 local t = redis.call('TIME')
 local expiry = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
 local lost = {}
-for i = 2, #ARGV do
-  if redis.call('ZADD', KEYS[1], 'XX', 'CH', expiry, ARGV[i]) == 0 then lost[#lost + 1] = ARGV[i] end
+for i = 3, #ARGV do
+  local holder = redis.call('HGET', KEYS[2], ARGV[i])
+  if (holder and holder ~= ARGV[2]) or redis.call('ZADD', KEYS[1], 'XX', 'CH', expiry, ARGV[i]) == 0 then
+    lost[#lost + 1] = ARGV[i]
+  end
 end
 return lost
 """
@@ -222,13 +258,18 @@ class ExchangeResult:
     seeds_queued: int
     levels: dict[str, int]  # the fields asked for -> requests queued or leased
     host_waits: dict[str, float]  # the hosts asked for -> seconds until their next start
+    poisoned: list[tuple[bytes, int]] = field(default_factory=list)  # popped past the most deliveries, with their count
 
 
 class RedisFrontier:
-    def __init__(self, server: Any, keys: ClusterKeys, lease: float) -> None:
+    def __init__(self, server: Any, keys: ClusterKeys, lease: float, owner: str = "", max_deliveries: int = 0) -> None:
+        """``owner`` names this worker's leases (unique per worker process); a request
+        popped more than ``max_deliveries`` times (0: no limit) comes back as poisoned."""
         self.server = server
         self.keys = keys
         self.lease = lease
+        self.owner = owner
+        self.max_deliveries = max_deliveries
         self._claim = server.register_script(CLAIM_AND_PUSH)
         self._release = server.register_script(RELEASE)
         self._pop = server.register_script(LEASED_POP)
@@ -249,17 +290,18 @@ class RedisFrontier:
             self._claim(keys=[keys.dupefilter, keys.queue, keys.ranks, keys.levels], args=arguments, client=pipe)
         if work.released:
             pairs = [part for released in work.released for part in released]
-            self._release(keys=[keys.leases, keys.released, keys.levels], args=pairs, client=pipe)
+            self._release(keys=[keys.leases, keys.released, keys.levels, keys.owners], args=[self.owner, *pairs],
+                          client=pipe)
         if work.dead_letters:
             # Before the entries' acknowledgement: an entry set aside is never lost.
             pipe.rpush(keys.dead_letters, *work.dead_letters)
             pipe.ltrim(keys.dead_letters, -DEAD_LETTERS_KEPT, -1)
         if work.finished:
             pairs = [part for finished in work.finished for part in finished]
-            self._ack(keys=self._lease_keys(), args=pairs, client=pipe)
+            self._ack(keys=self._lease_keys(), args=[self.owner, *pairs], client=pipe)
         if work.renew:
-            self._renew(keys=[keys.leases], args=[self.lease, *work.renew], client=pipe)
-        self._pop(keys=self._lease_keys(), args=[work.wanted, self.lease], client=pipe)
+            self._renew(keys=[keys.leases, keys.owners], args=[self.lease, self.owner, *work.renew], client=pipe)
+        self._pop(keys=self._lease_keys(), args=[work.wanted, self.lease, self.owner, self.max_deliveries], client=pipe)
         if work.seeds_wanted:
             pipe.lpop(keys.start_urls, work.seeds_wanted)
         if work.levels:
@@ -277,23 +319,24 @@ class RedisFrontier:
             del replies[:2]
         held = replies.pop(0) if work.finished else len(work.finished)
         lost = list(replies.pop(0)) if work.renew else []
-        reclaimed, popped = replies.pop(0)
+        reclaimed, popped, poisoned = replies.pop(0)
         seeds = (replies.pop(0) or []) if work.seeds_wanted else []
         counts = replies.pop(0) if work.levels else []
         host_waits = HostTickets.read_waits(work.hosts, replies.pop(0)) if work.hosts else {}
         queued, leased, seeds_queued = replies
         levels = {name: int(count or 0) for name, count in zip(work.levels, counts)}
         return ExchangeResult(claimed, len(work.finished) - held, len(work.renew) - len(lost), lost, reclaimed,
-                              list(popped), list(seeds), queued, leased, seeds_queued, levels, host_waits)
+                              list(popped), list(seeds), queued, leased, seeds_queued, levels, host_waits,
+                              [(bytes(poisoned[i]), int(poisoned[i + 1])) for i in range(0, len(poisoned), 2)])
 
     def give_back(self, data: list[bytes]) -> None:
         """Return leased requests to the queue, unstarted."""
         if data:
-            self._give_back(keys=self._lease_keys(), args=data)
+            self._give_back(keys=self._lease_keys(), args=[self.owner, *data])
 
     def _lease_keys(self) -> list[str]:
         keys = self.keys
-        return [keys.queue, keys.leases, keys.scores, keys.released, keys.levels]
+        return [keys.queue, keys.leases, keys.scores, keys.released, keys.levels, keys.owners, keys.deliveries]
 
     def return_seeds(self, urls: list[str]) -> None:
         """Put seeds taken but not used back at the head of the start-URL list."""

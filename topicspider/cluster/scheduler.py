@@ -3,13 +3,14 @@ that every worker shares.
 
 Enabled in distributed mode (``REDIS_URL``): the topic spider sets ``SCHEDULER =
 "topicspider.cluster.scheduler.ClusterScheduler"``. Settings: ``REDIS_URL``,
-``REDIS_PARAMS``, ``REDIS_PREFETCH``, ``REDIS_LEASE``, ``SCHEDULER_QUEUE_KEY``,
+``REDIS_PARAMS``, ``REDIS_PREFETCH``, ``REDIS_LEASE``, ``REDIS_MAX_DELIVERIES``, ``SCHEDULER_QUEUE_KEY``,
 ``SCHEDULER_DUPEFILTER_KEY``, ``REDIS_START_URLS_KEY``, ``SCHEDULER_FLUSH_ON_START``,
 and those of :class:`topicspider.scheduler.FrontierScheduler`. Stats:
 ``scheduler/cluster/pushed``, ``scheduler/cluster/popped``, ``scheduler/cluster/acked``,
 ``scheduler/cluster/acked_late``, ``scheduler/cluster/given_back``,
 ``scheduler/cluster/reclaimed``, ``scheduler/cluster/errors``,
-``scheduler/cluster/local_only``, ``scheduler/cluster/bad_entries``, ``scheduler/cluster/lost``,
+``scheduler/cluster/local_only``, ``scheduler/cluster/bad_entries``,
+``scheduler/cluster/over_delivered``, ``scheduler/cluster/lost``,
 ``scheduler/cluster/unacked``, ``scheduler/cluster/stuck_leases``,
 ``scheduler/cluster/disowned``.
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
 from time import monotonic
 from typing import TYPE_CHECKING, Any
@@ -142,9 +144,11 @@ class ClusterScheduler(FrontierScheduler):
         self.error_logged = False
         self.logged_local_only = False
         self.dead_letters: list[bytes] = []  # records of entries set aside, for the next round
-        self.logged_bad_entry = False
+        self.logged_set_aside: set[str] = set()
         self.debug = get_bool(settings, "SCHEDULER_DEBUG")
-        self.worker_name = f"{socket.gethostname()}:{os.getpid()}"
+        # Names this worker's leases: unique even for a restarted worker given the same pid.
+        self.worker_name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.max_deliveries = get_int(settings, "REDIS_MAX_DELIVERIES")
         self.ticker = LoopingCall(self._kick)
         # A finished request is acknowledged once its page is stored (pages_durable):
         # acknowledged and then lost in a storage buffer, it would never be fetched again.
@@ -163,7 +167,7 @@ class ClusterScheduler(FrontierScheduler):
 
     def open(self, spider: Spider) -> Deferred[None] | None:
         result = super().open(spider)
-        self.frontier = RedisFrontier(self.server, self.keys, self.lease)
+        self.frontier = RedisFrontier(self.server, self.keys, self.lease, self.worker_name, self.max_deliveries)
         self.pool.start()
         return deferred_from_coro(self._open(result))
 
@@ -443,6 +447,9 @@ class ClusterScheduler(FrontierScheduler):
                                  if data in lost and request not in self.started)
         for data in result.popped:
             self._take(data)
+        for data, deliveries in result.poisoned:
+            self._set_aside(data, f"delivered {deliveries} times, more than REDIS_MAX_DELIVERIES"
+                            f" ({self.max_deliveries}): its workers died or lost it each time", "over_delivered")
         self.seed_urls += [raw.decode("utf-8", "replace") for raw in result.seeds]
         self.remote_queued, self.remote_leased, self.remote_seeds = result.queued, result.leased, result.seeds_queued
         self._note_cooling(result.host_waits)
@@ -487,7 +494,7 @@ class ClusterScheduler(FrontierScheduler):
         try:
             request = decode_request(data, self.spider)
         except UnencodableRequest as exc:  # runs nothing; a bad entry must not stop the crawl
-            self._set_aside(data, str(exc))
+            self._set_aside(data, str(exc), "bad_entries")
             return
         self._count("scheduler/cluster/popped")
         self.lease_of[request] = data
@@ -551,14 +558,15 @@ class ClusterScheduler(FrontierScheduler):
         await super()._close(reason)
 
 
-    def _set_aside(self, data: bytes, reason: str) -> None:
-        """A queue entry that is not a request: into the dead-letter list, then
-        acknowledged (in that order, in the next round), so that no worker takes it again."""
-        self._count("scheduler/cluster/bad_entries")
-        if self.debug or not self.logged_bad_entry:
-            logger.error("Set aside a queue entry that is not a request (%s)%s", reason,
-                         "" if self.debug else "; further ones are only counted (scheduler/cluster/bad_entries)")
-            self.logged_bad_entry = True
+    def _set_aside(self, data: bytes, reason: str, kind: str) -> None:
+        """A queue entry not to crawl (not a request, or a poison pill): into the
+        dead-letter list, then acknowledged (in that order, in the next round), so that no
+        worker takes it again. Counted as ``scheduler/cluster/<kind>``."""
+        self._count(f"scheduler/cluster/{kind}")
+        if self.debug or kind not in self.logged_set_aside:
+            logger.error("Set aside a queue entry, to the dead letters: %s%s", reason,
+                         "" if self.debug else f"; further ones are only counted (scheduler/cluster/{kind})")
+            self.logged_set_aside.add(kind)
         self.dead_letters.append(dead_letter(data, reason, self.worker_name))
         marker = _Undecodable(request_meta(data))
         self.lease_of[marker] = data  # type: ignore[index]
