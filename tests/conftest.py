@@ -132,6 +132,7 @@ from tests.services import (  # noqa: E402,F401 (fixtures)
     mysql_server,
     mysql_url,
     private_mariadb,
+    private_redis,
     redis_crawl,
     redis_server,
     scrapyd,

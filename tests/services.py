@@ -169,6 +169,73 @@ def redis_server() -> str:
 
 
 @dataclass
+class PrivateRedis:
+    """A Redis server of the test's own that wants a password, on a plain port and a TLS
+    port (a certificate for 127.0.0.1 made for it)."""
+
+    root: Path
+    password: str = field(default_factory=lambda: f"pw-{secrets.token_hex(8)}")
+    port: int = field(default_factory=free_port)
+    tls_port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def ca(self) -> Path:
+        return self.root / "cert.pem"
+
+    def url(self, password: str | None = None, *, tls: bool = False) -> str:
+        credentials = f":{password}@" if password else ""
+        if tls:
+            return f"rediss://{credentials}127.0.0.1:{self.tls_port}/0?ssl_cert_reqs=required&ssl_ca_certs={self.ca}"
+        return f"redis://{credentials}127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        made = subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(self.root / "key.pem"), "-out", str(self.ca)],
+            capture_output=True, text=True, timeout=60)
+        if made.returncode != 0:
+            unavailable(f"openssl could not make a certificate: {made.stderr[-300:]}")
+        with (self.root / "server.log").open("ab") as log:
+            self.process = subprocess.Popen(
+                ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--tls-port", str(self.tls_port),
+                 "--tls-cert-file", str(self.root / "cert.pem"), "--tls-key-file", str(self.root / "key.pem"),
+                 "--tls-ca-cert-file", str(self.ca), "--tls-auth-clients", "no", "--requirepass", self.password,
+                 "--save", "", "--appendonly", "no", "--dir", str(self.root)],
+                stdout=log, stderr=log)
+        import redis
+
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                redis.Redis.from_url(self.url(self.password, tls=True), socket_connect_timeout=1).ping()
+                return
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.1)
+        log_text = (self.root / "server.log").read_text()[-1000:]
+        self.stop()
+        unavailable(f"a Redis server with TLS did not start (built without TLS?): {log_text}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+        self.process = None
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+    if shutil.which("redis-server") is None or shutil.which("openssl") is None:
+        unavailable("a private Redis server needs redis-server and openssl")
+    root = tmp_path / "redis"
+    root.mkdir()
+    server = PrivateRedis(root)
+    server.start()
+    yield server
+    server.stop()
+
+
+@dataclass
 class RedisCrawl:
     """One distributed crawl's place on the test Redis server: its URL and key names."""
 

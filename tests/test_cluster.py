@@ -506,6 +506,32 @@ def test_a_bad_or_unreachable_redis_gets_one_line_and_exit_2(tmp_path, url, mess
     assert pushed.returncode == 2 and message in pushed.stderr
 
 
+@pytest.mark.parametrize("given", ["url", "params", "env"])
+def test_redis_with_a_password_over_tls_and_the_password_shown_nowhere(tmp_path, serve, private_redis, given):
+    generate_site(tmp_path / "site", 5, 2)
+    site = serve(tmp_path / "site")
+    secret = private_redis.password
+    settings: dict[str, Any] = {**WORKER_SETTINGS, "REDIS_URL": private_redis.url(secret if given == "url" else None,
+                                                                                  tls=True)}
+    if given == "params":
+        settings["REDIS_PARAMS"] = json.dumps({"password": secret})
+    env = {**project_env(), **({"REDIS_PASSWORD": secret} if given == "env" else {})}
+    workdir = tmp_path / "w"
+    workdir.mkdir()
+    done = subprocess.run(crawl_command(f"{site.url}/", 2, settings), cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(stored_paths(workdir)) == 5
+    shown = done.stdout + done.stderr + "".join(
+        path.read_text(errors="replace") for path in workdir.iterdir() if path.suffix in (".json", ".log", ".txt"))
+    assert secret not in shown
+    wrong = subprocess.run(crawl_command(f"{site.url}/", 2, {**settings, "REDIS_URL": private_redis.url("wrong-password")}),
+                           cwd=workdir, env=project_env(), capture_output=True, text=True, timeout=120)
+    errors = [line for line in wrong.stderr.splitlines() if "error" in line.lower()]
+    assert wrong.returncode == 2 and len(errors) == 1 and "cannot use Redis" in errors[0], wrong.stderr[-2000:]
+    assert secret not in wrong.stdout + wrong.stderr
+
+
 def test_without_redis_url_nothing_of_redis_is_imported(tmp_path, serve):
     generate_site(tmp_path / "site", 3, 1)
     site = serve(tmp_path / "site")

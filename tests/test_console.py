@@ -498,3 +498,17 @@ def test_scrapy_control_writes_to_a_crawls_inbox(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "inbox.db") as db:
         assert db.execute("SELECT crawl, action, argument FROM crawl_control ORDER BY id").fetchall() == [
             ("crawl-1", "add", "http://a.cn/"), ("crawl-1", "add", "http://b.cn/x"), ("crawl-1", "block", "*/tag/*")]
+
+
+def test_redis_passwords_stay_off_the_crawls_command_lines(tmp_path: Path) -> None:
+    from topicspider.console.runs import Launcher, Run, holds_password
+
+    assert holds_password("redis://:pw@h:6379/0") and holds_password('{"password": "pw"}')
+    assert holds_password({"ssl_password": "pw"}) and not holds_password('{"socket_timeout": 5}')
+    assert not holds_password("redis://h:6379/0") and not holds_password("0.5")
+    launcher = Launcher(tmp_path / "runs", f"sqlite:///{tmp_path}/console.db", settings={
+        "REDIS_URL": "redis://worker:s3cret@redis.internal:6379/2", "REDIS_PARAMS": '{"password": "other"}'})
+    command, env = launcher._command(Run("c1", "local", time.time(), ["http://example.com/"], 1))
+    assert "-s" in command and "REDIS_URL=redis://worker@redis.internal:6379/2" in command
+    assert not any("s3cret" in part or "other" in part for part in command)
+    assert env["REDIS_PASSWORD"] == "s3cret"

@@ -12,6 +12,7 @@ The keys follow scrapy-redis's layout and settings (``SCHEDULER_QUEUE_KEY``,
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 SCHEMES = ("redis", "rediss", "unix")
+PASSWORD_ENV = "REDIS_PASSWORD"
 # scrapy-redis's defaults, repeated so that reading them does not import redis.
 QUEUE_KEY = "%(spider)s:requests"
 DUPEFILTER_KEY = "%(spider)s:dupefilter"
@@ -66,10 +68,16 @@ def check_redis_url(url: str) -> None:
 
 def connect(settings: BaseSettings, retries: bool = True) -> Any:
     """A redis-py client for ``REDIS_URL`` (and ``REDIS_PARAMS``), through scrapy-redis;
-    replies are bytes. Without ``retries``, a failed command is not sent again by redis-py."""
+    replies are bytes. The password is the URL's, else ``REDIS_PARAMS``'s, else the
+    ``REDIS_PASSWORD`` environment variable's. Without ``retries``, a failed command is
+    not sent again by redis-py."""
     from scrapy_redis.connection import get_redis_from_settings
 
     client = get_redis_from_settings(settings)
+    options = client.connection_pool.connection_kwargs
+    if not options.get("password") and os.environ.get(PASSWORD_ENV):
+        # Kept off command lines and process lists, as MYSQL_PASSWORD is.
+        options["password"] = os.environ[PASSWORD_ENV]
     if not retries:
         from redis.backoff import NoBackoff
         from redis.retry import Retry

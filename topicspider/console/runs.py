@@ -30,6 +30,7 @@ from urllib.error import URLError
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 from urllib.request import Request, urlopen
 
+from topicspider.cluster import PASSWORD_ENV
 from topicspider.config import ConfigError
 from topicspider.console.forms import CrawlRequest
 from topicspider.runner import crawl_command, project_env
@@ -65,11 +66,35 @@ class Run:
     resumed: int = 0
 
 
-def holds_password(value: str) -> bool:
+def holds_password(value: object) -> bool:
+    """Whether a setting's value holds a password: a URL's (``REDIS_URL``), or a key of a
+    dictionary setting, given as JSON on the command line (``REDIS_PARAMS``)."""
+    if isinstance(value, str):
+        try:
+            if urlsplit(value).password is not None:
+                return True
+        except ValueError:
+            pass
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return False
+    return isinstance(value, dict) and any("password" in str(key).lower() for key in value)
+
+
+def child_redis_url(redis_url: str) -> tuple[str, dict[str, str]]:
+    """``REDIS_URL`` for a crawl the console starts: a password moved to ``REDIS_PASSWORD``
+    (kept off command lines), as :func:`child_database` does for MySQL."""
     try:
-        return urlsplit(value).password is not None
+        parts = urlsplit(redis_url)
+        password = parts.password
     except ValueError:
-        return False
+        return redis_url, {}
+    if password is None:
+        return redis_url, {}
+    user = f"{parts.username}@" if parts.username else ""
+    bare = urlunsplit(parts._replace(netloc=f"{user}{parts.netloc.rsplit('@', 1)[-1]}"))
+    return bare, {PASSWORD_ENV: unquote(password)}
 
 
 def topic_arguments(run: Run, training: str) -> dict[str, str]:
@@ -168,6 +193,10 @@ class Launcher:
         self.scrapyd = scrapyd
         self.settings = {name: value for name, value in (settings or {}).items()
                          if name not in OWN_SETTINGS and not name.startswith("CONSOLE_")}
+        # A crawl started here gets the Redis password through its environment.
+        self.redis_env: dict[str, str] = {}
+        if self.settings.get("REDIS_URL"):
+            self.settings["REDIS_URL"], self.redis_env = child_redis_url(self.settings["REDIS_URL"])
         for name in [name for name, value in self.settings.items() if holds_password(value)]:
             # A command line (and scrapyd's job list) is readable by others.
             logger.warning("Not passing %s to the crawls: it holds a password; put it in the project's settings",
@@ -234,6 +263,9 @@ class Launcher:
         arguments = {"seeds": ",".join(run.seeds), "depth": str(run.depth),
                      **topic_arguments(run, ",".join(run.training))}
         settings = {**self.settings, "CRAWL_ID": run.crawl}
+        if self.redis_env:
+            # Its password would show in scrapyd's job list: the project's own REDIS_URL serves.
+            settings.pop("REDIS_URL")
         database_url, secret = child_database(self.database_url)
         if not secret:
             # The console's database, if naming it gives nothing away; a password would
@@ -250,7 +282,7 @@ class Launcher:
         command = crawl_command("@seeds.txt", run.depth, settings, **topic_arguments(run, "@train.txt"))
         # The console's own project settings, found from its own working directory.
         settings_module = os.environ.get("SCRAPY_SETTINGS_MODULE", "topicspider.settings")
-        env = {**project_env(settings_module, self.project_dir), **secret_env}
+        env = {**project_env(settings_module, self.project_dir), **secret_env, **self.redis_env}
         env.pop(TOKEN_ENV, None)  # the console's, not the crawl's
         return command, env
 
