@@ -190,18 +190,24 @@ class PrivateRedis:
         return f"redis://{credentials}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        if self.ca.exists():  # a restart
+            return self._run()
         made = subprocess.run(
             ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
              "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(self.root / "key.pem"), "-out", str(self.ca)],
             capture_output=True, text=True, timeout=60)
         if made.returncode != 0:
             unavailable(f"openssl could not make a certificate: {made.stderr[-300:]}")
+        self._run()
+
+    def _run(self) -> None:
+        # Every write reaches the append-only file: a restart keeps the crawl's state.
         with (self.root / "server.log").open("ab") as log:
             self.process = subprocess.Popen(
                 ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--tls-port", str(self.tls_port),
                  "--tls-cert-file", str(self.root / "cert.pem"), "--tls-key-file", str(self.root / "key.pem"),
                  "--tls-ca-cert-file", str(self.ca), "--tls-auth-clients", "no", "--requirepass", self.password,
-                 "--save", "", "--appendonly", "no", "--dir", str(self.root)],
+                 "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.root)],
                 stdout=log, stderr=log)
         import redis
 
@@ -215,6 +221,11 @@ class PrivateRedis:
         log_text = (self.root / "server.log").read_text()[-1000:]
         self.stop()
         unavailable(f"a Redis server with TLS did not start (built without TLS?): {log_text}")
+
+    def restart(self) -> None:
+        """Stop the server (its clients' calls fail meanwhile), then start it again."""
+        self.stop()
+        self.start()
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -506,6 +506,75 @@ def test_a_bad_or_unreachable_redis_gets_one_line_and_exit_2(tmp_path, url, mess
     assert pushed.returncode == 2 and message in pushed.stderr
 
 
+def test_three_workers_through_a_redis_restart_and_a_killed_worker(tmp_path, serve, private_redis):
+    """Faults: three workers; Redis restarted mid-crawl; one worker SIGKILLed and another
+    started in its place. Every page is stored, re-fetches stay within what was in
+    flight, and no host sees two requests closer than its delay (less 50 ms)."""
+    delay, pages = 0.2, 40
+    sites, depth = [], 0
+    for number in range(3):
+        depths = generate_site(tmp_path / f"site{number}", pages, 3, seed=20 + number)
+        depth = max(depth, *depths.values())
+        sites.append(serve(tmp_path / f"site{number}", host=f"127.0.0.{number + 2}"))
+    settings = {"REDIS_URL": private_redis.url(private_redis.password), "SCHEDULER_QUEUE_KEY": "f:requests",
+                "SCHEDULER_DUPEFILTER_KEY": "f:dupefilter", "REDIS_START_URLS_KEY": "f:start_urls",
+                "REDIS_LEASE": 5, "REDIS_PREFETCH": 4, "DOWNLOAD_DELAY": delay, "STORAGE_FLUSH_INTERVAL": 0.5}
+    seeds = ",".join(f"{site.url}/" for site in sites)
+    command = [crawl_command(seeds if n == 0 else "", depth, {**WORKER_SETTINGS, **settings}) for n in range(3)]
+    workers = []
+    for n in range(3):
+        (tmp_path / f"w{n}").mkdir()
+        with (tmp_path / f"w{n}" / "stderr.txt").open("w") as err:
+            workers.append(subprocess.Popen(command[n], cwd=tmp_path / f"w{n}", env=project_env(),
+                                            stdout=subprocess.DEVNULL, stderr=err))
+
+    def served() -> int:
+        return sum(len(page_paths(site)) for site in sites)
+
+    def wait_until(count: int) -> None:
+        deadline = time.monotonic() + 90
+        while served() < count:
+            assert time.monotonic() < deadline and all(w.poll() is None for w in workers[:3]), served()
+            time.sleep(0.01)
+
+    wait_until(20)
+    private_redis.restart()
+    wait_until(50)
+    workers[0].kill()
+    workers[0].wait(timeout=10)
+    (tmp_path / "w3").mkdir()
+    with (tmp_path / "w3" / "stderr.txt").open("w") as err:
+        workers.append(subprocess.Popen(command[1], cwd=tmp_path / "w3", env=project_env(),
+                                        stdout=subprocess.DEVNULL, stderr=err))
+    for worker, name in zip(workers[1:], ("w1", "w2", "w3")):
+        assert worker.wait(timeout=180) == 0, (tmp_path / name / "stderr.txt").read_text()[-3000:]
+
+    stored = {(urlsplit(url).hostname, canonical_path(urlsplit(url).path or "/"))
+              for n in range(4) for url in _stored_urls(tmp_path / f"w{n}")}
+    for number, site in enumerate(sites):
+        host = f"127.0.0.{number + 2}"
+        expected = {canonical_path(path) for path in _site_paths(tmp_path / f"site{number}")}
+        assert len(expected) == pages
+        assert {canonical_path(path) for path in page_paths(site)} == expected  # every page fetched
+        assert {path for stored_host, path in stored if stored_host == host} == expected  # and stored
+        starts = sorted(record["start"] for record in site.requests() if record["path"] != "/robots.txt")
+        gaps = [later - earlier for earlier, later in zip(starts, starts[1:])]
+        assert min(gaps) >= delay - 0.05, (host, sorted(gaps)[:5])
+    refetched = sum(len(page_paths(site)) for site in sites) - 3 * pages
+    # The killed worker's leases: its buffer (REDIS_PREFETCH), its slots (3 hosts, 2 each)
+    # and the pages read but not yet stored (half a second's, at most 5 a second here).
+    assert refetched <= 4 + 3 * 2 + 3, refetched
+
+
+def _site_paths(root: Path) -> set[str]:
+    return {"/" + path.relative_to(root).as_posix() for path in root.rglob("*.html")}
+
+
+def _stored_urls(workdir: Path) -> list[str]:
+    with sqlite3.connect(workdir / "topicspider.db") as connection:
+        return [url for (url,) in connection.execute("SELECT url FROM pages")]
+
+
 @pytest.mark.parametrize("given", ["url", "params", "env"])
 def test_redis_with_a_password_over_tls_and_the_password_shown_nowhere(tmp_path, serve, private_redis, given):
     generate_site(tmp_path / "site", 5, 2)
