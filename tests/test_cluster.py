@@ -475,11 +475,16 @@ def test_a_queue_entry_that_is_not_a_request_runs_no_code_and_is_dead_lettered(t
         json.dumps({"url": f"{site.url}/y", "_class": "os.system"}).encode(): "class",
         json.dumps({"url": f"{site.url}/z", "callback": "_private"}).encode(): "callback",
         json.dumps({"url": "file:///etc/passwd"}).encode(): "scheme",
+        # Requests whose meta would break the frontier far from here: a site it cannot
+        # hash, a depth of a billion levels.
+        json.dumps({"url": f"{site.url}/s", "meta": {"site": ["x"], "depth": 1}}).encode(): "site",
+        json.dumps({"url": f"{site.url}/d", "meta": {"site": "x", "depth": 10 ** 9}}).encode(): "depth",
     }
     queue = f"{redis_crawl.prefix}:requests"
+    worker = Worker(tmp_path / "w", redis_crawl, depth=2)
+    worker.wait_until_open()
     redis_crawl.client.zadd(queue, {data: -1 for data in crafted})  # as an attacker would: no claim, no level
     redis_crawl.client.rpush(f"{redis_crawl.prefix}:start_urls", f"{site.url}/")
-    worker = Worker(tmp_path / "w", redis_crawl, depth=2)
     finish([worker], clean=False)
     assert not marker.exists(), "a queue entry ran code"
     assert worker.stats["scheduler/cluster/bad_entries"] == len(crafted)
@@ -617,6 +622,24 @@ def test_without_redis_url_nothing_of_redis_is_imported(tmp_path, serve):
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=project_env(),
                           capture_output=True, text=True, timeout=120)
     assert "redis imported: []" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+def test_a_queue_of_an_earlier_version_stops_the_crawl_before_it_starts(tmp_path, serve, redis_crawl):
+    """An earlier version queued pickles: this one would set each aside, and leave its
+    level counted for ever. It says so and exits 2, until the crawl is reset."""
+    depths = generate_site(tmp_path / "site", 3, 1)
+    site = serve(tmp_path / "site")
+    queue = f"{redis_crawl.prefix}:requests"
+    redis_crawl.client.zadd(queue, {pickle.dumps({"url": f"{site.url}/old", "meta": {"depth": 1}}, protocol=4): 0})
+    command = crawl_command(f"{site.url}/", max(depths.values()), {**WORKER_SETTINGS, **redis_crawl.settings()})
+    refused = run_project(command, tmp_path)
+    errors = [line for line in refused.stderr.splitlines() if "error" in line.lower()]
+    assert refused.returncode == 2 and len(errors) == 1 and "earlier version (pickles)" in errors[0], refused.stderr
+    assert page_paths(site) == []
+    reset = run_project(push_seeds_command(f"{site.url}/", redis_crawl.settings()) + ["--reset"], tmp_path)
+    assert reset.returncode == 0, reset.stderr[-2000:]
+    assert run_project(command, tmp_path).returncode == 0
+    assert "/old" not in page_paths(site) and len(stored_paths(tmp_path)) == 3
 
 
 def test_the_queue_encoding_keeps_what_the_topic_spider_puts_in_a_request() -> None:

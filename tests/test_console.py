@@ -501,7 +501,7 @@ def test_scrapy_control_writes_to_a_crawls_inbox(tmp_path: Path) -> None:
 
 
 def test_redis_passwords_stay_off_the_crawls_command_lines(tmp_path: Path) -> None:
-    from topicspider.console.runs import Launcher, Run, holds_password
+    from topicspider.console.runs import Launcher, Run, child_redis_url, holds_password
 
     assert holds_password("redis://:pw@h:6379/0") and holds_password('{"password": "pw"}')
     assert holds_password({"ssl_password": "pw"}) and not holds_password('{"socket_timeout": 5}')
@@ -512,3 +512,6 @@ def test_redis_passwords_stay_off_the_crawls_command_lines(tmp_path: Path) -> No
     assert "-s" in command and "REDIS_URL=redis://worker@redis.internal:6379/2" in command
     assert not any("s3cret" in part or "other" in part for part in command)
     assert env["REDIS_PASSWORD"] == "s3cret"
+    assert child_redis_url("redis://h:6379/0?password=s3cret&db=1") == ("redis://h:6379/0?db=1",
+                                                                         {"REDIS_PASSWORD": "s3cret"})
+    assert holds_password("redis://h:6379/0?password=s3cret")

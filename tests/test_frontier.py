@@ -366,6 +366,9 @@ def test_a_ledger_that_does_not_add_up_says_so() -> None:
     {"url": "http://a/", "_class": "scrapy.nope.X"}, {"url": "http://a/", "_class": "os.system"},
     {"url": "http://a/", "_class": "scrapy.http.Response"}, {"url": "http://a/", "encoding": "bogus"},
     {"url": "http://a/", "callback": "_private"}, {"url": "http://a/", "callback": "name"}, {"link": "http://a/"},
+    {"url": "http://a/", "meta": {"site": ["x"]}}, {"url": "http://a/", "meta": {"depth": "1"}},
+    {"url": "http://a/", "meta": {"depth": 10 ** 9}}, {"url": "http://a/", "meta": {"depth": True}},
+    {"url": "http://a/", "meta": {"download_slot": [1]}}, {"url": "http://a/", "meta": [1]},
 ])
 def test_a_stored_request_that_is_not_a_crawl_request_is_refused(fields) -> None:
     """The store is a database others may write to: what it gives back builds a crawl

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from topicspider.urls import (
-    BadURL, canonical_url, has_public_suffix, non_page_reason, request_url, site_of, url_pattern,
+    BadURL, canonical_url, has_public_suffix, holds_url_password, mask_url, non_page_reason, request_url, site_of,
+    url_pattern,
 )
 
 
@@ -51,6 +52,16 @@ def test_passwords_never_reach_error_messages() -> None:
     with pytest.raises(BadURL) as caught:
         request_url("http://bob:s3cret@example.com:99999/")
     assert "s3cret" not in str(caught.value) and "bob:***@" in str(caught.value)
+
+
+@pytest.mark.parametrize(("url", "masked"), [
+    ("redis://:s3cret@h:6379/0", "redis://:***@h:6379/0"),
+    ("redis://h:6379/0?password=s3cret&db=1", "redis://h:6379/0?password=***&db=1"),
+    ("rediss://u:s3cret@h/0?ssl_cert_reqs=required&ssl_password=s3cret", "rediss://u:***@h/0?ssl_cert_reqs=required&ssl_password=***"),
+    ("redis://h/0?ssl_ca_certs=/etc/ca.pem", "redis://h/0?ssl_ca_certs=/etc/ca.pem"),
+])
+def test_a_password_in_a_url_or_its_query_is_masked(url, masked) -> None:
+    assert mask_url(url) == masked and holds_url_password(url) is (url != masked)
 
 
 def test_non_ascii_urls_are_quoted() -> None:

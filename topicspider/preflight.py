@@ -33,9 +33,10 @@ def check_settings(settings: BaseSettings, database: bool = True) -> None:
     if database:
         open_store(settings.get("DATABASE_URL") or "").close()
     if redis_url(settings):
-        from topicspider.cluster import check_server
+        from topicspider.cluster import check_queue, check_server
 
         check_server(settings)
+        check_queue(settings)
 
 
 def _check_writable(name: str, path: str) -> None:

@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 BYTES_TAG = "\0b"
 PAIRS_TAG = "\0d"  # a dictionary whose keys are not all strings, or that holds a tag
 TRUSTED_CLASS_PREFIXES = ("scrapy.", "topicspider.")
+# Meta keys topicspider's and Scrapy's components compute with, and their types.
+META_TYPES: dict[str, type] = {
+    "site": str, "depth": int, "download_slot": str, "redirect_urls": list, "redirect_times": int,
+    "retry_times": int, "download_timeout": float, "dont_redirect": bool, "dont_retry": bool,
+}
+MAX_DEPTH = 10_000  # far past any crawl's DEPTH; a level count is kept per depth
 
 
 class UnencodableRequest(ValueError):
@@ -78,12 +84,37 @@ def decode_request(data: bytes, spider: Spider | None) -> Request:
         if urlsplit(fields["url"]).scheme not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {fields['url'][:100]!r}")
         _check_class(fields.get("_class"))
+        _check_meta(fields.get("meta"))
         for name in (fields.get("callback"), fields.get("errback")):
             if name is not None and not _is_public_method(spider, name):
                 raise ValueError(f"{name!r} is not a method of the spider")
         return request_from_dict(fields, spider=spider)
     except Exception as exc:  # noqa: BLE001 - whatever the bytes do, they are not a request
         raise UnencodableRequest(f"undecodable request: {exc!r}"[:300]) from exc
+
+
+def _check_meta(meta: Any) -> None:
+    """The meta keys the crawler computes with hold what it puts there: a bad type or a
+    huge depth would raise, or run for ever, far from here."""
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise ValueError("meta is not a dictionary")
+    for key, kind in META_TYPES.items():
+        if key in meta and not _is_kind(meta[key], kind):
+            raise ValueError(f"meta {key!r} is not {kind.__name__}: {str(meta[key])[:50]!r}")
+    if not 0 <= meta.get("depth", 0) <= MAX_DEPTH:
+        raise ValueError(f"meta 'depth' {meta['depth']} is out of 0..{MAX_DEPTH}")
+
+
+def _is_kind(value: Any, kind: type) -> bool:
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is list:
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return isinstance(value, kind)
 
 
 def request_meta(data: bytes) -> dict[str, Any]:
@@ -95,7 +126,7 @@ def request_meta(data: bytes) -> dict[str, Any]:
         if not isinstance(meta, dict):
             return {}
         site, depth = meta.get("site"), meta.get("depth", 0)
-        if isinstance(site, str) and isinstance(depth, int):
+        if isinstance(site, str) and _is_kind(depth, int) and 0 <= depth <= MAX_DEPTH:
             return {"site": site, "depth": depth}
     except Exception:  # noqa: BLE001 - whatever the bytes are, they say nothing of a level
         pass

@@ -42,10 +42,16 @@ class BadURL(ValueError):
 LOOSE_CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:).*@")
 
 
+# A query option that holds a password (redis-py reads ``?password=``, ``?ssl_password=``).
+QUERY_PASSWORD = re.compile(r"([?&][^=&#]*password=)[^&#]*", re.IGNORECASE)
+
+
 def mask_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``, fit for logs and error messages.
+    """``url`` with any password (of its user, or a query option's) replaced by ``***``,
+    fit for logs and error messages.
 
     When in doubt it masks too much: in ``http://host:8080/a@b`` the port and path."""
+    url = QUERY_PASSWORD.sub(r"\1***", url)
     try:
         parts = urlsplit(url)
         password = parts.password
@@ -55,6 +61,11 @@ def mask_url(url: str) -> str:
         return LOOSE_CREDENTIALS.sub(r"\1***@", url)
     netloc = parts.netloc.rsplit("@", 1)[1]
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc}"))
+
+
+def holds_url_password(url: str) -> bool:
+    """Whether ``url`` holds a password, of its user or in a query option."""
+    return mask_url(url) != url
 
 
 # A host name label (underscores occur in the wild), or the host is an IP literal.

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 SCHEMES = ("redis", "rediss", "unix")
 PASSWORD_ENV = "REDIS_PASSWORD"
+PICKLE_MAGIC = b"\x80"  # how a pickle of protocol 2 or later starts; JSON never does
+QUEUE_PROBE = 100  # entries of the queue, and of the leases, looked at before a crawl
 # scrapy-redis's defaults, repeated so that reading them does not import redis.
 QUEUE_KEY = "%(spider)s:requests"
 DUPEFILTER_KEY = "%(spider)s:dupefilter"
@@ -101,6 +103,22 @@ def check_server(settings: BaseSettings) -> None:
         raise ConfigError(f"cannot use Redis at {mask_url(url)}: {exc}") from None
     if tuple(int(part) for part in str(version).split(".")[:2]) < (6, 2):
         raise ConfigError(f"Redis at {mask_url(url)} is version {version}; 6.2 or later is needed")
+
+
+def check_queue(settings: BaseSettings, spider_name: str = "topic") -> None:
+    """Raise :class:`ConfigError` if the crawl's Redis queue holds an earlier version's
+    requests (pickles, which this one never reads): set aside one by one, they would
+    leave their levels counted for ever, and the crawl's deeper levels waiting."""
+    keys = ClusterKeys.from_settings(settings, spider_name)
+    client = connect(settings)
+    try:
+        head = [*client.zrange(keys.queue, 0, QUEUE_PROBE - 1), *client.zrange(keys.leases, 0, QUEUE_PROBE - 1)]
+    finally:
+        client.close()
+    if any(entry.startswith(PICKLE_MAGIC) for entry in head):
+        raise ConfigError(f"the Redis queue {keys.queue!r} holds requests of an earlier version (pickles), which"
+                          " this one does not read: finish that crawl with the earlier version, or start it afresh"
+                          " with `scrapy push-seeds --reset` (which empties the crawl's keys)")
 
 
 @dataclass(frozen=True)

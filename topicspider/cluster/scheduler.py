@@ -498,7 +498,11 @@ class ClusterScheduler(FrontierScheduler):
             return
         self._count("scheduler/cluster/popped")
         self.lease_of[request] = data
-        self._push_local(request)
+        try:
+            self._push_local(request)
+        except Exception as exc:  # noqa: BLE001 - a request the frontier cannot hold is set aside too
+            del self.lease_of[request]
+            self._set_aside(data, f"not a request this crawl can queue: {exc!r}"[:300], "bad_entries")
 
     # Seeds and idleness, for the spider
 
@@ -530,7 +534,8 @@ class ClusterScheduler(FrontierScheduler):
                 self._kick()
             await sleep(0.01)
         unstarted = [data for request, data in self.lease_of.items()
-                     if request not in self.started or request in self.returning]
+                     if (request not in self.started or request in self.returning)
+                     and not isinstance(request, _Undecodable)]  # set aside: acknowledged, never back
         self._count("scheduler/cluster/unacked", len(self.lease_of) - len(unstarted))
         try:
             await in_thread(self.pool, self.frontier.give_back, unstarted)

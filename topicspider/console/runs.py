@@ -27,7 +27,7 @@ from pathlib import Path
 from time import monotonic
 from typing import Any
 from urllib.error import URLError
-from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from urllib.request import Request, urlopen
 
 from topicspider.cluster import PASSWORD_ENV
@@ -36,7 +36,7 @@ from topicspider.console.forms import CrawlRequest
 from topicspider.runner import crawl_command, project_env
 from topicspider.storage.crawls import is_crawl_id
 from topicspider.storage.sqlite import sqlite_path
-from topicspider.urls import mask_url
+from topicspider.urls import holds_url_password, mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -70,11 +70,8 @@ def holds_password(value: object) -> bool:
     """Whether a setting's value holds a password: a URL's (``REDIS_URL``), or a key of a
     dictionary setting, given as JSON on the command line (``REDIS_PARAMS``)."""
     if isinstance(value, str):
-        try:
-            if urlsplit(value).password is not None:
-                return True
-        except ValueError:
-            pass
+        if holds_url_password(value):
+            return True
         try:
             value = json.loads(value)
         except ValueError:
@@ -90,11 +87,14 @@ def child_redis_url(redis_url: str) -> tuple[str, dict[str, str]]:
         password = parts.password
     except ValueError:
         return redis_url, {}
-    if password is None:
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    in_query = [value for name, value in query if name.lower() == "password"]
+    if password is None and not in_query:
         return redis_url, {}
     user = f"{parts.username}@" if parts.username else ""
-    bare = urlunsplit(parts._replace(netloc=f"{user}{parts.netloc.rsplit('@', 1)[-1]}"))
-    return bare, {PASSWORD_ENV: unquote(password)}
+    bare = urlunsplit(parts._replace(netloc=f"{user}{parts.netloc.rsplit('@', 1)[-1]}",
+                                     query=urlencode([(name, value) for name, value in query if name.lower() != "password"])))
+    return bare, {PASSWORD_ENV: unquote(password) if password is not None else in_query[-1]}
 
 
 def topic_arguments(run: Run, training: str) -> dict[str, str]:
