@@ -515,3 +515,33 @@ def test_redis_passwords_stay_off_the_crawls_command_lines(tmp_path: Path) -> No
     assert child_redis_url("redis://h:6379/0?password=s3cret&db=1") == ("redis://h:6379/0?db=1",
                                                                          {"REDIS_PASSWORD": "s3cret"})
     assert holds_password("redis://h:6379/0?password=s3cret")
+
+
+def test_a_distributed_crawls_page_shows_its_dead_letters(console, tmp_path: Path, redis_crawl) -> None:
+    from scrapy.settings import Settings
+
+    from topicspider.cluster import ClusterKeys
+    from topicspider.cluster.frontier import Exchange, RedisFrontier, dead_letter
+    from topicspider.commands.console import _dead_letter_reader, _seed_pusher
+
+    settings = Settings({"REDIS_URL": "", **redis_crawl.settings()})
+    distributed = f"redis:{redis_crawl.prefix}:requests"
+    store = open_store(f"sqlite:///{tmp_path}/console.db")
+    store.transaction(lambda c, d: put_status(c, d, WorkerStatus(distributed, "w", "running", time.time(), {})),
+                      write=True)
+    store.close()
+    frontier = RedisFrontier(redis_crawl.client, ClusterKeys.from_settings(settings, "topic"), lease=0.0)
+    frontier.exchange(Exchange(dead_letters=[
+        dead_letter(json.dumps({"url": "http://a.cn/<b>x</b>", "callback": "_private"}).encode(),
+                    "'_private' is not a method of the spider", "host:1:ab"),
+        dead_letter(b"\x80\x04pickle", "undecodable request", "host:2:cd"),
+    ]))
+    redis_crawl.client.rpush(f"{redis_crawl.prefix}:requests:dead_letters", b"{not json", b"[1]")
+    client = console(push_seeds=_seed_pusher(settings), dead_letters=_dead_letter_reader(settings))
+
+    page = client.get(f"/crawls/{distributed}").get_data(as_text=True)
+
+    assert "Dead letters (4)" in page
+    assert "http://a.cn/&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page  # shown as text, never markup
+    assert "is not a method of the spider" in page and "host:1:ab" in page and "undecodable request" in page
+    assert page.count("not a dead-letter record") == 2

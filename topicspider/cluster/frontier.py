@@ -244,6 +244,43 @@ def dead_letter(data: bytes, reason: str, worker: str) -> bytes:
     }).encode("utf-8")
 
 
+@dataclass(frozen=True)
+class DeadLetter:
+    """A dead-letter record as the console shows it; what a record does not say is empty."""
+
+    at: float
+    worker: str
+    reason: str
+    size: int
+    url: str  # the entry's URL, when it is JSON that names one
+
+
+def read_dead_letter(record: bytes) -> DeadLetter:
+    """A record of the dead-letter list, read as data: anyone who can write to Redis may
+    have written it, so whatever it holds gives a :class:`DeadLetter`, never an error."""
+    try:
+        fields = json.loads(record)
+        if not isinstance(fields, dict):
+            raise TypeError("not an object")
+        entry = base64.b64decode(str(fields.get("entry", "")), validate=False)
+        return DeadLetter(_number(fields.get("at")), str(fields.get("worker", ""))[:200],
+                          str(fields.get("reason", ""))[:500], int(_number(fields.get("size"))), _entry_url(entry))
+    except Exception:  # noqa: BLE001 - a record that is not ours is shown as such
+        return DeadLetter(0.0, "", f"not a dead-letter record ({len(record)} bytes)", len(record), "")
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _entry_url(entry: bytes) -> str:
+    try:
+        url = json.loads(entry).get("url", "")
+    except Exception:  # noqa: BLE001 - a pickle, cut JSON, anything: no URL to show
+        return ""
+    return url[:2000] if isinstance(url, str) else ""
+
+
 @dataclass
 class ExchangeResult:
     claimed: list[bool]
@@ -328,6 +365,14 @@ class RedisFrontier:
         return ExchangeResult(claimed, len(work.finished) - held, len(work.renew) - len(lost), lost, reclaimed,
                               list(popped), list(seeds), queued, leased, seeds_queued, levels, host_waits,
                               [(bytes(poisoned[i]), int(poisoned[i + 1])) for i in range(0, len(poisoned), 2)])
+
+    def dead_letters(self, limit: int) -> tuple[int, list[DeadLetter]]:
+        """How many records the dead-letter list holds, and the latest ``limit``, latest first."""
+        pipe = self.server.pipeline(transaction=False)
+        pipe.llen(self.keys.dead_letters)
+        pipe.lrange(self.keys.dead_letters, -limit, -1)
+        total, records = pipe.execute()
+        return int(total), [read_dead_letter(record) for record in reversed(records)]
 
     def give_back(self, data: list[bytes]) -> None:
         """Return leased requests to the queue, unstarted."""

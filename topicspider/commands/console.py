@@ -17,7 +17,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -109,7 +109,7 @@ class Command(ScrapyCommand):
             database_url=database_url, runs_dir=Path(settings.get("CONSOLE_RUNS_DIR")), token=token,
             loopback=loopback, scrapyd_url=settings.get("SCRAPYD_URL") or "",
             scrapyd_project=settings.get("SCRAPYD_PROJECT") or "topicspider",
-            push_seeds=_seed_pusher(settings), refresh_seconds=get_float(settings, "CONSOLE_REFRESH"),
+            push_seeds=_seed_pusher(settings), dead_letters=_dead_letter_reader(settings), refresh_seconds=get_float(settings, "CONSOLE_REFRESH"),
             crawl_settings=command_line_settings(settings),
         )
 
@@ -118,6 +118,24 @@ def command_line_settings(settings: BaseSettings) -> dict[str, str]:
     """The settings given with ``-s`` on the console's command line."""
     return {name: str(value) for name, value in settings.items()
             if settings.getpriority(name) == SETTINGS_PRIORITIES["cmdline"]}
+
+
+def _dead_letter_reader(settings: BaseSettings) -> Callable[[str, int], tuple[int, list[Any]]] | None:
+    """Distributed mode: a function reading the latest dead letters of the crawl these
+    Redis settings name (none for another crawl)."""
+    if not redis_url(settings):
+        return None
+    from topicspider.cluster import ClusterKeys, connect
+    from topicspider.cluster.frontier import RedisFrontier
+    from topicspider.storage.seen import cluster_job_name
+
+    keys = ClusterKeys.from_settings(settings, "topic")
+    frontier = RedisFrontier(connect(settings), keys, lease=0.0)
+
+    def read(crawl: str, limit: int) -> tuple[int, list[Any]]:
+        return frontier.dead_letters(limit) if crawl == cluster_job_name(keys) else (0, [])
+
+    return read
 
 
 def _seed_pusher(settings: BaseSettings) -> Callable[[str, list[str]], int] | None:

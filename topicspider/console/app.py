@@ -12,6 +12,7 @@ must name a loopback host (no DNS rebinding).
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 import threading
 import time
@@ -35,8 +36,17 @@ from topicspider.storage.dialect import Dialect
 from topicspider.storage.labels import set_label
 from topicspider.urls import is_loopback
 
+logger = logging.getLogger(__name__)
+
 T = TypeVar("T")
 PAGE_SIZE = 20
+DEAD_LETTERS_SHOWN = 20
+
+
+def utc_time(seconds: float) -> str:
+    """A Unix time as ``2026-12-02 20:38:24``, or ``-`` for none."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds)) if seconds > 0 else "-"
+
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
@@ -51,6 +61,8 @@ class ConsoleConfig:
     scrapyd_project: str = "topicspider"
     # Distributed mode: push (crawl id, URLs) to that crawl's Redis start list.
     push_seeds: Callable[[str, list[str]], int] | None = None
+    # ... and read the latest (limit) of its dead letters: (how many in all, the latest).
+    dead_letters: Callable[[str, int], tuple[int, list[Any]]] | None = None
     refresh_seconds: float = 2.0
     crawl_settings: dict[str, str] = field(default_factory=dict)  # given to every crawl started
 
@@ -82,6 +94,7 @@ def create_app(config: ConsoleConfig) -> Flask:
     app.config.update(SESSION_COOKIE_NAME="topicspider_console", SESSION_COOKIE_HTTPONLY=True,
                       SESSION_COOKIE_SAMESITE="Strict", MAX_CONTENT_LENGTH=1024 * 1024)
     app.jinja_env.filters["href"] = web_link
+    app.jinja_env.filters["utc"] = utc_time
     database = Database(config.database_url)
     scrapyd = Scrapyd(config.scrapyd_url, config.scrapyd_project) if config.scrapyd_url else None
     launcher = Launcher(config.runs_dir, config.database_url, scrapyd, config.crawl_settings)
@@ -161,7 +174,16 @@ def create_app(config: ConsoleConfig) -> Flask:
 
     def _render_crawl(crawl: str, run: Run | None, problems: dict[str, str]) -> str:
         return render_template("crawl.html", crawl=crawl, run=run, view=_view(crawl, run), problems=problems,
-                               distributed=_distributed(crawl))
+                               distributed=_distributed(crawl), dead_letters=_dead_letters(crawl))
+
+    def _dead_letters(crawl: str) -> tuple[int, list[Any]] | None:
+        if not _distributed(crawl) or config.dead_letters is None:
+            return None
+        try:
+            return config.dead_letters(crawl, DEAD_LETTERS_SHOWN)
+        except Exception as exc:  # noqa: BLE001 - the page shows the rest; Redis may be away
+            logger.warning("Could not read the dead letters of %s: %s", crawl, exc)
+            return None
 
     @app.get("/api/crawls/<crawl>")
     def crawl_api(crawl: str) -> Any:
