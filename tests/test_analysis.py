@@ -67,6 +67,17 @@ def test_the_links_not_requested_are_listed_once_each_with_their_reason() -> Non
     assert analyse_page(page(page_html("t", "x", ["b.html"]), depth=2), PageRules(max_depth=3)).dropped == []
 
 
+def test_session_ids_are_stripped_and_traps_left_with_their_reason() -> None:
+    html = page_html("t", "x", [
+        "b.html?PHPSESSID=1", "b.html?PHPSESSID=2", "b.html;jsessionid=X", "rep/a/a/a/", "c.html?q=" + "y" * 3000,
+    ])
+    analysis = analyse_page(page(html), PageRules())
+    assert analysis.links == [Link("http://www.example.cn/a/b.html")]
+    assert analysis.dropped == [(url_fingerprint("http://www.example.cn/a/rep/a/a/a/"), "trap")]
+    assert analysis.counts["links/session_ids_stripped"] == 3 and analysis.counts["links/dropped/path_repetition"] == 1
+    assert analysis.counts["links/dropped/too_long"] == 1
+
+
 def test_a_url_linked_nofollow_then_plainly_on_one_page_is_followed() -> None:
     html = page_html("t", "x", ["b.html", "b.html"]).replace('<a href="b.html"', '<a rel="nofollow" href="b.html"', 1)
     analysis = analyse_page(page(html), PageRules())

@@ -308,6 +308,8 @@ def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):
      "DATABASE_URL 'mysql://me:***@127.0.0.1:3306/': use mysql://user:password@host:port/database"),
     (["-s", "DATABASE_URL=mysql://me:hunter2@127.0.0.1:99999/db"], "DATABASE_URL 'mysql://me:***@127.0.0.1:99999/db': Port out of range"),
     (["-s", "STORAGE_RETRY_DELAY=-1"], "STORAGE_RETRY_DELAY"),
+    (["-s", "URL_SESSION_PARAMETERS=sid,a b"], "URL_SESSION_PARAMETERS: 'a b' is not a URL parameter name"),
+    (["-s", "URL_MAX_PATH_REPEATS=0"], "URL_MAX_PATH_REPEATS must be at least 1, got 0"),
 ])
 def test_bad_input_gets_one_error_line_before_any_request(tmp_path, serve, arguments, message):
     generate_site(tmp_path / "site", pages=2, links_per_page=1)

@@ -294,6 +294,26 @@ def test_a_url_a_retry_was_redirected_to_is_not_counted_again_when_a_link_leaves
     assert result.report["urls"] == "4 discovered (4 queued, 0 not) = 4 done + 0 error + 0 dropped + 0 waiting"
 
 
+def test_session_ids_make_no_new_pages_and_a_trap_is_dropped_as_such(tmp_path, serve, crawl):
+    root = tmp_path / "site"
+    (root / "rep" / "a" / "a").mkdir(parents=True)
+    (root / "index.html").write_text(page_html("home", "start", [
+        "/page.html?PHPSESSID=1", "/page.html?PHPSESSID=2&x=1", "/page.html;jsessionid=0AF3", "/rep/a/"]))
+    (root / "page.html").write_text(page_html("page", "text", ["/page.html?sid=3", "/"]))
+    # A relative link that deepens the path it is on: /rep/a/ -> /rep/a/a/ -> ...
+    for deeper in (root / "rep" / "a", root / "rep" / "a" / "a"):
+        (deeper / "index.html").write_text(page_html("rep", "text", ["a/"]))
+    site = serve(root)
+
+    result = crawl(site.url + "/", depth=8)
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(site.paths()) == ["/", "/page.html", "/page.html?x=1", "/rep/a/", "/rep/a/a/"]
+    # 3 links of the home page, and one of each of the two copies of page.html.
+    assert result.stats["links/session_ids_stripped"] == 5 and result.stats["links/dropped/path_repetition"] == 1
+    assert result.stats["ledger/dropped/trap"] == 1
+
+
 def test_the_report_counts_each_url_found_and_never_queued_once(tmp_path, serve, crawl):
     """Links not followed are discovered URLs: each counted once, for its reason, unless
     the crawl queued it after all (an off-site link into another seed's site)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from topicspider.urls import (
-    BadURL, canonical_url, has_public_suffix, holds_url_password, mask_url, non_page_reason, request_url, site_of,
-    url_pattern,
+    BadURL, URLRules, canonical_url, has_public_suffix, holds_url_password, mask_url, non_page_reason, request_url,
+    site_of, strip_session_ids, trap_reason, url_pattern,
 )
 
 
@@ -141,3 +141,29 @@ def test_url_patterns_are_globs_or_prefixes(pattern: str, url: str, matches: boo
 def test_bad_url_patterns_are_refused(bad: str) -> None:
     with pytest.raises(ValueError):
         url_pattern(bad)
+
+
+@pytest.mark.parametrize(("url", "stripped"), [
+    ("http://a.cn/x;jsessionid=0A1B?b=1&PHPSESSID=9&sid=2&page=3", "http://a.cn/x?b=1&page=3"),
+    ("http://a.cn/p?ASPSESSIONIDQSTR=KL&q=2", "http://a.cn/p?q=2"),
+    ("http://a.cn/p?osCsid=1", "http://a.cn/p"),
+    ("http://a.cn/p?side=1&sidebar=2&page=1", "http://a.cn/p?side=1&sidebar=2&page=1"),  # names, not prefixes
+    ("http://a.cn/p;type=a?q=1", "http://a.cn/p;type=a?q=1"),
+])
+def test_session_ids_are_stripped_and_nothing_else(url, stripped) -> None:
+    assert strip_session_ids(url, URLRules().session_parameters) == stripped
+    assert strip_session_ids(url, frozenset()) == url
+
+
+@pytest.mark.parametrize(("url", "reason"), [
+    ("http://a.cn/rep/a/a/a/page.html", "path_repetition"),
+    ("http://a.cn/x/y/x/y/x/y/", "path_repetition"),
+    ("http://a.cn/a/a/b/", None),  # twice is allowed (Heritrix's default)
+    ("http://a.cn/1/b/1/c/1/d/1/", None),  # repeated, but not back to back
+    ("http://a.cn/" + "s/" * 16 + "t", "path_repetition"),
+    ("http://a.cn/" + "/".join(f"s{n}" for n in range(33)), "too_many_segments"),
+    ("http://a.cn/?q=" + "x" * 2100, "too_long"),
+    ("http://a.cn/docs/en/index.html", None),
+])
+def test_crawler_traps_are_recognised(url, reason) -> None:
+    assert trap_reason(url, URLRules()) == reason

@@ -23,7 +23,9 @@ from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_direct
 from topicspider.search.terms import document_terms
 from topicspider.topic.score import PageTerms, Relevance, Topic, count_page_terms
 from topicspider.topic.segment import Segmenter
-from topicspider.urls import BadURL, canonical_url, non_page_reason, request_url, site_of
+from topicspider.urls import (
+    BadURL, URLRules, canonical_url, non_page_reason, request_url, site_of, strip_session_ids, trap_reason,
+)
 
 TITLE_MAX_CHARS = 1000
 # Best-first link priorities run from 0 to this; depth (DEPTH_PRIORITY) only breaks ties.
@@ -32,8 +34,8 @@ PRIORITY_SCALE = 1000
 # must not hold a worker for long (the rest get their parent's share alone).
 ANCHORS_SCORED_PER_PAGE = 500
 # Why a page's link is not requested, in the crawl's ledger (topicspider.ledger).
-NOT_A_PAGE, NOFOLLOW_LINK, OFFSITE, TOO_DEEP = "not_a_page", "nofollow", "offsite", "too_deep"
-DROPPED_LINK_REASONS = (NOT_A_PAGE, NOFOLLOW_LINK, OFFSITE, TOO_DEEP)
+NOT_A_PAGE, NOFOLLOW_LINK, OFFSITE, TOO_DEEP, TRAP = "not_a_page", "nofollow", "offsite", "too_deep", "trap"
+DROPPED_LINK_REASONS = (NOT_A_PAGE, NOFOLLOW_LINK, OFFSITE, TOO_DEEP, TRAP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,7 @@ class PageRules:
     """What a crawl does with every page: fixed for the crawl, sent once to each worker."""
 
     strip_trailing_slash: bool = True
+    url_rules: URLRules = URLRules()
     text_max_chars: int = 200_000
     obey_meta_robots: bool = True
     obey_rel_nofollow: bool = True
@@ -159,7 +162,11 @@ def _links_to_follow(
     wanted: list[Link] = []
     anchors_left = ANCHORS_SCORED_PER_PAGE
     seen: set[str] = set()
+    url_rules = rules.url_rules
     for link in links:
+        if len(link.url) > url_rules.max_length:  # before request_url, whose cache would keep it
+            counts["links/dropped/too_long"] += 1
+            continue
         reason = non_page_reason(link.url)
         if reason is not None:
             counts[f"links/dropped/{reason}"] += 1
@@ -176,6 +183,10 @@ def _links_to_follow(
         except BadURL:
             counts["links/dropped/malformed"] += 1
             continue
+        stripped = strip_session_ids(url, url_rules.session_parameters)
+        if stripped != url:
+            counts["links/session_ids_stripped"] += 1
+            url = stripped
         identity = canonical_url(url, rules.strip_trailing_slash)
         if identity in seen:
             continue
@@ -185,6 +196,10 @@ def _links_to_follow(
             dropped.append((identity_digest(identity), OFFSITE))
             continue
         counts["links/insite"] += 1
+        if trap := trap_reason(url, url_rules):
+            counts[f"links/dropped/{trap}"] += 1
+            dropped.append((identity_digest(identity), TRAP))
+            continue
         if page.depth >= rules.max_depth:
             counts["links/too_deep"] += 1
             dropped.append((identity_digest(identity), TOO_DEEP))

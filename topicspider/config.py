@@ -7,10 +7,11 @@ Every check raises :class:`ConfigError` with the bad value in its message, so th
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from topicspider.urls import BadURL, request_url
+from topicspider.urls import BadURL, URLRules, request_url
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -37,6 +38,9 @@ INT_SETTINGS: dict[str, int] = {
     "PAGE_PROCESSES": 0,
     "REDIS_PREFETCH": 1,
     "REDIS_MAX_DELIVERIES": 0,
+    "URL_MAX_PATH_SEGMENTS": 1,
+    "URL_MAX_PATH_REPEATS": 1,
+    "URLLENGTH_LIMIT": 0,  # Scrapy's; 0: no limit
     "CONSOLE_PORT": 0,
     # Scrapy's own, which it would only reject with a traceback.
     "CONCURRENT_REQUESTS": 1,
@@ -163,6 +167,21 @@ def get_bool(settings: BaseSettings, name: str) -> bool:
         raise ConfigError(f"{name} must be true or false, got {settings.get(name)!r}") from None
 
 
+def url_rules_from(settings: BaseSettings) -> URLRules:
+    """The links' normaliser and trap filters, from ``URL_SESSION_PARAMETERS``,
+    ``URLLENGTH_LIMIT``, ``URL_MAX_PATH_SEGMENTS`` and ``URL_MAX_PATH_REPEATS``."""
+    names = settings.getlist("URL_SESSION_PARAMETERS")
+    for name in names:
+        if not PARAMETER_NAME.fullmatch(name):
+            raise ConfigError(f"URL_SESSION_PARAMETERS: {name!r} is not a URL parameter name")
+    limit = get_int(settings, "URLLENGTH_LIMIT")
+    return URLRules(frozenset(name.lower() for name in names), limit or sys.maxsize,
+                    get_int(settings, "URL_MAX_PATH_SEGMENTS"), get_int(settings, "URL_MAX_PATH_REPEATS"))
+
+
+PARAMETER_NAME = re.compile(r"[A-Za-z0-9_.~-]{1,100}")
+
+
 def check_typed_settings(settings: BaseSettings) -> None:
     """Raise :class:`ConfigError` for the first typed setting with a bad value."""
     for name in BOOL_SETTINGS:
@@ -171,3 +190,4 @@ def check_typed_settings(settings: BaseSettings) -> None:
         get_int(settings, name)
     for name in FLOAT_SETTINGS:
         get_float(settings, name)
+    url_rules_from(settings)

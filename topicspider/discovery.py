@@ -1,6 +1,6 @@
 """The ledger's URLs discovered and never queued: the links a page's analysis left
 (:data:`topicspider.analysis.DROPPED_LINK_REASONS`: ``offsite``, ``too_deep``,
-``nofollow``, ``not_a_page``), each URL counted once, for the reason it was first left.
+``nofollow``, ``not_a_page``, ``trap``), each URL counted once, for the reason it was first left.
 
 Kept by :class:`topicspider.scheduler.FrontierScheduler` whenever it keeps the ledger
 (not in distributed mode), from the spider's ``links_dropped`` signal. Links memory

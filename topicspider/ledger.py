@@ -10,7 +10,8 @@ a URL's end is shared between workers), written to the stats at close as
 *queued*: URLs the crawl requested (seeds, followed links, redirect targets);
 *not queued*: the other web URLs found as links, once each
 (:mod:`topicspider.discovery`), dropped as ``offsite``, ``too_deep``, ``nofollow``
-(``rel="nofollow"``) or ``not_a_page`` (a file by its extension);
+(``rel="nofollow"``), ``not_a_page`` (a file by its extension) or ``trap`` (see
+:func:`topicspider.urls.trap_reason`);
 *done*: fetched and handled (stored, or a redirect, a ``noindex`` page, or, with no
 topic, a page that is not HTML);
 *error*: failed for good (``http_404``, ``TimeoutError``, ``robots_unreachable``...);

@@ -2,6 +2,7 @@
 project's own. Every default the project adds lives here and in the README's table."""
 
 from topicspider import __version__
+from topicspider.urls import MAX_PATH_REPEATS, MAX_PATH_SEGMENTS, SESSION_PARAMETERS
 
 BOT_NAME = "topicspider"
 SPIDER_MODULES = ["topicspider.spiders"]
@@ -79,6 +80,11 @@ REMOTE_CONTROL_ENABLED = False
 
 # topicspider's own settings (documented in README.md).
 URL_STRIP_TRAILING_SLASH = True
+# The links' normaliser and trap filters (topicspider.urls.URLRules), with Scrapy's
+# URLLENGTH_LIMIT (2083) as the longest URL a link may have.
+URL_SESSION_PARAMETERS = list(SESSION_PARAMETERS)
+URL_MAX_PATH_SEGMENTS = MAX_PATH_SEGMENTS
+URL_MAX_PATH_REPEATS = MAX_PATH_REPEATS
 SCHEDULER_LEVEL_SYNC = True
 SCHEDULER_MAX_HELD = 20_000
 DUPEFILTER_LRU_CAPACITY = 250_000  # about 190 bytes each: 47 MB

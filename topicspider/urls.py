@@ -133,6 +133,74 @@ def request_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=_netloc(parts), path=parts.path or "/", fragment=""))
 
 
+# Query parameters (and ";name=" path parameters) that carry a session, not a page:
+# Nutch's and Heritrix's lists. ASP's cookie-less ids are "ASPSESSIONID<letters>".
+SESSION_PARAMETERS = ("jsessionid", "phpsessid", "sid", "sessionid", "session_id", "sessid", "aspsessionid",
+                      "cfid", "cftoken", "zenid", "osCsid")
+MAX_PATH_SEGMENTS = 32
+MAX_PATH_REPEATS = 2  # Heritrix's PathologicalPathDecideRule: /a/a/a/ is a trap
+
+
+@dataclass(frozen=True)
+class URLRules:
+    """The normaliser and trap filters every link of a page goes through: session ids
+    stripped, then traps refused (``URL_*`` settings, Scrapy's ``URLLENGTH_LIMIT``)."""
+
+    session_parameters: frozenset[str] = frozenset(name.lower() for name in SESSION_PARAMETERS)
+    max_length: int = 2083
+    max_path_segments: int = MAX_PATH_SEGMENTS
+    max_path_repeats: int = MAX_PATH_REPEATS
+
+
+def strip_session_ids(url: str, names: frozenset[str]) -> str:
+    """``url`` without the session-id query parameters and ``;name=`` path parameters
+    ``names`` lists (lower case; a name matches case-insensitively, ASP's
+    ``ASPSESSIONIDXYZ`` by its prefix)."""
+    if not names:
+        return url
+    parts = urlsplit(url)
+    path = _PATH_PARAMETER.sub(lambda match: "" if _is_session(match.group(1), names) else match.group(0), parts.path)
+    pairs = [pair for pair in parts.query.split("&") if pair and not _is_session(pair.split("=", 1)[0], names)]
+    query = "&".join(pairs)
+    if path == parts.path and query == parts.query:
+        return url
+    return urlunsplit(parts._replace(path=path, query=query))
+
+
+_PATH_PARAMETER = re.compile(r";([^;=/?#]+)=[^;/?#]*")
+
+
+def _is_session(name: str, names: frozenset[str]) -> bool:
+    lowered = name.lower()
+    return lowered in names or (lowered.startswith("aspsessionid") and "aspsessionid" in names)
+
+
+def trap_reason(url: str, rules: URLRules) -> str | None:
+    """Why ``url`` looks like a crawler trap (``too_long``, ``too_many_segments``,
+    ``path_repetition``: a run of path segments repeated back to back more than
+    ``max_path_repeats`` times, as ``/a/a/a/`` or ``/x/y/x/y/x/y/``), or None."""
+    if len(url) > rules.max_length:
+        return "too_long"
+    segments = [segment for segment in urlsplit(url).path.split("/") if segment]
+    if len(segments) > rules.max_path_segments:
+        return "too_many_segments"
+    if _repeats(segments) > rules.max_path_repeats:
+        return "path_repetition"
+    return None
+
+
+def _repeats(segments: list[str]) -> int:
+    """The longest back-to-back repetition of any run of segments (1: none)."""
+    longest = 1
+    for width in range(1, len(segments) // 2 + 1):
+        for start in range(len(segments) - width):
+            count = 1
+            while segments[start + count * width:start + (count + 1) * width] == segments[start:start + width]:
+                count += 1
+            longest = max(longest, count)
+    return longest
+
+
 @lru_cache(maxsize=32768)
 def canonical_url(url: str, strip_trailing_slash: bool = True) -> str:
     """The identity of ``url``: what :func:`request_url` gives, plus a sorted query and

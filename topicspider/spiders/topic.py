@@ -45,7 +45,9 @@ from twisted.python.failure import Failure
 
 from topicspider.analysis import Page, PageAnalysis, PageRules
 from topicspider.cluster import GIVE_BACK_META, redis_url
-from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds
+from topicspider.config import (
+    ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds, url_rules_from,
+)
 from topicspider.focus import (
     TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments, threshold_setting,
 )
@@ -140,6 +142,7 @@ class TopicSpider(scrapy.Spider):
         settings = crawler.settings
         spider.rules = PageRules(
             strip_trailing_slash=get_bool(settings, "URL_STRIP_TRAILING_SLASH"),
+            url_rules=url_rules_from(settings),
             text_max_chars=get_int(settings, "EXTRACT_TEXT_MAX_CHARS"),
             obey_meta_robots=get_bool(settings, "ROBOTS_META_OBEY"),
             obey_rel_nofollow=get_bool(settings, "ROBOTS_REL_NOFOLLOW_OBEY"),
