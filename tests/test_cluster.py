@@ -68,8 +68,7 @@ class Worker:
 
 def stored_paths(workdir: Path) -> set[str]:
     """The paths of the pages a worker (running, finished or killed) stored in ``workdir``."""
-    with sqlite3.connect(workdir / "topicspider.db") as connection:
-        return {urlsplit(url).path or "/" for (url,) in connection.execute("SELECT url FROM pages")}
+    return {urlsplit(url).path or "/" for url in _stored_urls(workdir)}
 
 
 def finish(workers: list[Worker], clean: bool = True) -> None:

@@ -125,15 +125,18 @@ class LRUDupeFilter(BaseDupeFilter):
         if self.lru.touch(fingerprint):
             self.stats.inc_value("dupefilter/lru_hits")
             return Verdict.SEEN
-        if self.known_in_memory(fingerprint):
+        if self._unwritten(fingerprint):
             return Verdict.SEEN
         return Verdict.UNKNOWN if self.store_may_know else Verdict.NEW
 
     def known_in_memory(self, fingerprint: bytes) -> bool:
         """Whether memory holds ``fingerprint`` as seen, without making it more recent
         in the LRU (a look that is not a visit)."""
-        return (fingerprint in self.lru or fingerprint in self.unflushed
-                or any(fingerprint in batch for batch in self.in_flight))
+        return fingerprint in self.lru or self._unwritten(fingerprint)
+
+    def _unwritten(self, fingerprint: bytes) -> bool:
+        """Whether ``fingerprint`` waits to be written, or is being written, to the store."""
+        return fingerprint in self.unflushed or any(fingerprint in batch for batch in self.in_flight)
 
     def remember(self, fingerprint: bytes, url: str = "", depth: int = 0, request: bytes | None = None) -> None:
         """Record a new fingerprint (and, when :attr:`durable`, its request as data);
