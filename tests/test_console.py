@@ -287,7 +287,7 @@ def test_without_a_token_only_loopback_host_names_are_served(console) -> None:
 def test_added_urls_and_blocks_reach_the_control_inbox_or_redis(console, tmp_path: Path, redis_crawl) -> None:
     from scrapy.settings import Settings
 
-    from topicspider.commands.console import _seed_pusher
+    from topicspider.commands.console import _cluster_frontier, _seed_pusher
 
     settings = Settings({"REDIS_URL": "", **redis_crawl.settings()})
     distributed = f"redis:{redis_crawl.prefix}:requests"
@@ -296,7 +296,7 @@ def test_added_urls_and_blocks_reach_the_control_inbox_or_redis(console, tmp_pat
         store.transaction(lambda c, d, k=crawl: put_status(c, d, WorkerStatus(k, "w", "running", time.time(), {})),
                           write=True)
     store.close()
-    client = console(push_seeds=_seed_pusher(settings))
+    client = console(push_seeds=_seed_pusher(_cluster_frontier(settings)))
     token = csrf_of(client)
 
     bad = client.post("/crawls/local-1/add", data={"csrf": token, "urls": "nope"})
@@ -522,7 +522,7 @@ def test_a_distributed_crawls_page_shows_its_dead_letters(console, tmp_path: Pat
 
     from topicspider.cluster import ClusterKeys
     from topicspider.cluster.frontier import Exchange, RedisFrontier, dead_letter
-    from topicspider.commands.console import _dead_letter_reader, _seed_pusher
+    from topicspider.commands.console import _cluster_frontier, _dead_letter_reader, _seed_pusher
 
     settings = Settings({"REDIS_URL": "", **redis_crawl.settings()})
     distributed = f"redis:{redis_crawl.prefix}:requests"
@@ -537,7 +537,8 @@ def test_a_distributed_crawls_page_shows_its_dead_letters(console, tmp_path: Pat
         dead_letter(b"\x80\x04pickle", "undecodable request", "host:2:cd"),
     ]))
     redis_crawl.client.rpush(f"{redis_crawl.prefix}:requests:dead_letters", b"{not json", b"[1]")
-    client = console(push_seeds=_seed_pusher(settings), dead_letters=_dead_letter_reader(settings))
+    cluster = _cluster_frontier(settings)
+    client = console(push_seeds=_seed_pusher(cluster), dead_letters=_dead_letter_reader(cluster))
 
     page = client.get(f"/crawls/{distributed}").get_data(as_text=True)
 

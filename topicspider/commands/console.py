@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from scrapy.settings import BaseSettings
 
+    from topicspider.cluster.frontier import RedisFrontier
     from topicspider.console.app import ConsoleConfig
 
 MIN_TOKEN_CHARS = 16
@@ -105,11 +106,13 @@ class Command(ScrapyCommand):
             raise ConfigError(f"CONSOLE_HOST {host!r}: {exc}") from None
         database_url = settings.get("DATABASE_URL") or ""
         open_store(database_url).close()
+        cluster = _cluster_frontier(settings)
         return ConsoleConfig(
             database_url=database_url, runs_dir=Path(settings.get("CONSOLE_RUNS_DIR")), token=token,
             loopback=loopback, scrapyd_url=settings.get("SCRAPYD_URL") or "",
             scrapyd_project=settings.get("SCRAPYD_PROJECT") or "topicspider",
-            push_seeds=_seed_pusher(settings), dead_letters=_dead_letter_reader(settings), refresh_seconds=get_float(settings, "CONSOLE_REFRESH"),
+            push_seeds=_seed_pusher(cluster), dead_letters=_dead_letter_reader(cluster),
+            refresh_seconds=get_float(settings, "CONSOLE_REFRESH"),
             crawl_settings=command_line_settings(settings),
         )
 
@@ -120,41 +123,43 @@ def command_line_settings(settings: BaseSettings) -> dict[str, str]:
             if settings.getpriority(name) == SETTINGS_PRIORITIES["cmdline"]}
 
 
-def _dead_letter_reader(settings: BaseSettings) -> Callable[[str, int], tuple[int, list[Any]]] | None:
-    """Distributed mode: a function reading the latest dead letters of the crawl these
-    Redis settings name (none for another crawl)."""
-    if not redis_url(settings):
-        return None
-    from topicspider.cluster import ClusterKeys, connect
-    from topicspider.cluster.frontier import RedisFrontier
-    from topicspider.storage.seen import cluster_job_name
-
-    keys = ClusterKeys.from_settings(settings, "topic")
-    frontier = RedisFrontier(connect(settings), keys, lease=0.0)
-
-    def read(crawl: str, limit: int) -> tuple[int, list[Any]]:
-        return frontier.dead_letters(limit) if crawl == cluster_job_name(keys) else (0, [])
-
-    return read
-
-
-def _seed_pusher(settings: BaseSettings) -> Callable[[str, list[str]], int] | None:
-    """Distributed mode: a function pushing URLs to a crawl's Redis start list, for the
-    crawl these Redis settings name (``redis:topic:requests``)."""
+def _cluster_frontier(settings: BaseSettings) -> tuple[RedisFrontier, str] | None:
+    """Distributed mode: the shared frontier of the crawl these Redis settings name, and
+    that crawl's id (``redis:topic:requests``); None without ``REDIS_URL``."""
     if not redis_url(settings):
         return None
     from topicspider.cluster import ClusterKeys, check_server, connect
     from topicspider.cluster.frontier import RedisFrontier
-    from topicspider.console.runs import RunError
     from topicspider.storage.seen import cluster_job_name
 
     check_server(settings)
     keys = ClusterKeys.from_settings(settings, "topic")
-    frontier = RedisFrontier(connect(settings), keys, lease=0.0)
+    return RedisFrontier(connect(settings), keys, lease=0.0), cluster_job_name(keys)
+
+
+def _dead_letter_reader(cluster: tuple[RedisFrontier, str] | None) -> Callable[[str, int], tuple[int, list[Any]]] | None:
+    """A function reading the latest dead letters of the cluster's crawl (none for another crawl)."""
+    if cluster is None:
+        return None
+    frontier, name = cluster
+
+    def read(crawl: str, limit: int) -> tuple[int, list[Any]]:
+        return frontier.dead_letters(limit) if crawl == name else (0, [])
+
+    return read
+
+
+def _seed_pusher(cluster: tuple[RedisFrontier, str] | None) -> Callable[[str, list[str]], int] | None:
+    """A function pushing URLs to the cluster's crawl's Redis start list."""
+    if cluster is None:
+        return None
+    from topicspider.console.runs import RunError
+
+    frontier, name = cluster
 
     def push(crawl: str, urls: list[str]) -> int:
-        if crawl != cluster_job_name(keys):
-            raise RunError(f"this console's Redis settings name the crawl {cluster_job_name(keys)}, not {crawl}")
+        if crawl != name:
+            raise RunError(f"this console's Redis settings name the crawl {name}, not {crawl}")
         return frontier.push_seeds(urls)
 
     return push
