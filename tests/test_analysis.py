@@ -76,6 +76,10 @@ def test_session_ids_are_stripped_and_traps_left_with_their_reason() -> None:
     assert analysis.dropped == [(url_fingerprint("http://www.example.cn/a/rep/a/a/a/"), "trap")]
     assert analysis.counts["links/session_ids_stripped"] == 3 and analysis.counts["links/dropped/path_repetition"] == 1
     assert analysis.counts["links/dropped/too_long"] == 1
+    # A link left as nofollow is known by the URL the crawl would request: no session id.
+    nofollow = page_html("t", "x", ["d.html?sid=7"]).replace('<a href=', '<a rel="nofollow" href=')
+    assert analyse_page(page(nofollow), PageRules()).dropped == [(url_fingerprint("http://www.example.cn/a/d.html"),
+                                                                  "nofollow")]
 
 
 def test_a_url_linked_nofollow_then_plainly_on_one_page_is_followed() -> None:

@@ -149,6 +149,7 @@ def test_bad_url_patterns_are_refused(bad: str) -> None:
     ("http://a.cn/p?osCsid=1", "http://a.cn/p"),
     ("http://a.cn/p?side=1&sidebar=2&page=1", "http://a.cn/p?side=1&sidebar=2&page=1"),  # names, not prefixes
     ("http://a.cn/p;type=a?q=1", "http://a.cn/p;type=a?q=1"),
+    ("http://a.cn/p?a=1&&b=2", "http://a.cn/p?a=1&&b=2"),  # no session id: left as it is
 ])
 def test_session_ids_are_stripped_and_nothing_else(url, stripped) -> None:
     assert strip_session_ids(url, URLRules().session_parameters) == stripped

@@ -183,7 +183,7 @@ def _links_to_follow(
         except BadURL:
             counts["links/dropped/malformed"] += 1
             continue
-        stripped = strip_session_ids(url, url_rules.session_parameters)
+        stripped = _without_session_ids(url, rules)
         if stripped != url:
             counts["links/session_ids_stripped"] += 1
             url = stripped
@@ -214,10 +214,15 @@ def _links_to_follow(
 
 def _add_dropped(dropped: list[tuple[bytes, str]], link_url: str, reason: str, rules: PageRules) -> None:
     try:
-        identity = canonical_url(request_url(link_url), rules.strip_trailing_slash)
+        identity = canonical_url(_without_session_ids(request_url(link_url), rules), rules.strip_trailing_slash)
     except BadURL:
         return  # counted as its link already; no URL to count
     dropped.append((identity_digest(identity), reason))
+
+
+def _without_session_ids(url: str, rules: PageRules) -> str:
+    """The URL a link stands for: the one the crawl would request, without session ids."""
+    return strip_session_ids(url, rules.url_rules.session_parameters)
 
 
 def link_priority(rules: PageRules, parent: Relevance, anchor_text: str) -> int:

@@ -160,7 +160,7 @@ def strip_session_ids(url: str, names: frozenset[str]) -> str:
         return url
     parts = urlsplit(url)
     path = _PATH_PARAMETER.sub(lambda match: "" if _is_session(match.group(1), names) else match.group(0), parts.path)
-    pairs = [pair for pair in parts.query.split("&") if pair and not _is_session(pair.split("=", 1)[0], names)]
+    pairs = [pair for pair in parts.query.split("&") if not pair or not _is_session(pair.split("=", 1)[0], names)]
     query = "&".join(pairs)
     if path == parts.path and query == parts.query:
         return url
