@@ -4,7 +4,7 @@ crawl through Redis, on a site spread over several local hosts.
 Usage (from the repository root, with the project's virtualenv and a Redis server)::
 
     .venv/bin/python bench/bench_cluster.py [--redis redis://127.0.0.1:6379/0] [--rounds 2]
-        [--hosts 12] [--pages 100] [--delay 0.1] [--latency 0.1] [--concurrency 2] [--keep]
+        [--hosts 12] [--pages 100] [--delay 0.1] [--latency 0.1] [--concurrency 2] [--netns] [--keep]
 
 Each host is a :mod:`topicspider.localsite` server on its own loopback address
 (127.0.0.40 and up), serving a generated linked site of ``--pages`` pages whose every
@@ -12,6 +12,12 @@ answer is ``--latency`` seconds late (a ``Delay:`` sidecar header; the server an
 many requests at once), as a remote server would be. Each worker is a real
 ``scrapy crawl topic`` process joining the crawl without seeds; once all have opened, the
 hosts' seed URLs are pushed with ``scrapy push-seeds``, and the crawl runs to its end.
+
+``--netns`` runs each worker as a machine of its own would be: in a network namespace
+with a veth link to a bridge (:mod:`topicspider.netns`; needs root), where the hosts
+and a Redis server of the benchmark's own listen, so that every request and every Redis
+call crosses a network interface rather than the loopback. Each worker still stores
+into a SQLite file of its own.
 
 Why the workers are capped. This machine has 2 cores; workers on it share them, so a
 worker bound by CPU cannot show what another machine would add. Each worker is instead
@@ -40,12 +46,14 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
+import socket
 import statistics
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +64,10 @@ sys.path.insert(0, str(REPO))
 
 from topicspider.localsite import generate_site, spawn  # noqa: E402
 from topicspider.middlewares.clusterpacing import HANDOFF_MARGIN  # noqa: E402
+from topicspider.netns import VethNetwork, unavailable_reason  # noqa: E402
+from topicspider.urls import mask_url  # noqa: E402
+
+Machines = Callable[[int, list[str]], list[str]]  # worker number, command -> the command that runs it there
 from topicspider.runner import crawl_command, opened, project_env, push_seeds_command  # noqa: E402
 
 TOLERANCE = 0.010
@@ -89,14 +101,14 @@ class Host:
         return [json.loads(line) for line in lines]
 
 
-def start_hosts(config: Config, scratch: Path, first_address: int) -> list[Host]:
+def start_hosts(config: Config, scratch: Path, address_of: Callable[[int], str]) -> list[Host]:
     hosts = []
     for index in range(config.hosts):
         root = scratch / config.name / f"site{index}"
         generate_site(root, config.pages, 3, seed=index)
         for page in [root / "index.html", *root.glob("p*.html")]:
             page.with_name(page.name + ".headers").write_text(f"Delay: {config.latency}\n")
-        address = f"127.0.0.{first_address + index}"
+        address = address_of(index)
         log = scratch / config.name / f"server{index}.log"
         process, port = spawn(root, "--log", str(log), "--host", address)
         hosts.append(Host(address, f"http://{address}:{port}/", log, process))
@@ -114,7 +126,7 @@ def settings_for(config: Config, redis_url: str, prefix: str, extra: dict[str, s
 
 
 def run_workers(config: Config, workers: int, hosts: list[Host], scratch: Path, redis_url: str,
-                timeout: float, extra: dict[str, str]) -> float:
+                timeout: float, extra: dict[str, str], machine: Machines) -> float:
     prefix = f"bench-cluster-{secrets.token_hex(4)}"
     settings = settings_for(config, redis_url, prefix, extra)
     skips = [len(host.requests(0)) for host in hosts]
@@ -123,7 +135,7 @@ def run_workers(config: Config, workers: int, hosts: list[Host], scratch: Path, 
         workdir = scratch / config.name / f"run-{prefix}-w{number}"
         workdir.mkdir(parents=True)
         with (workdir / "stderr.txt").open("w") as err:
-            processes.append((workdir, subprocess.Popen(crawl_command("", 40, settings), cwd=workdir,
+            processes.append((workdir, subprocess.Popen(machine(number, crawl_command("", 40, settings)), cwd=workdir,
                                                         env=project_env(), stdout=subprocess.DEVNULL, stderr=err)))
     deadline = time.monotonic() + timeout
     for workdir, process in processes:
@@ -172,25 +184,81 @@ def measure(config: Config, hosts: list[Host], skips: list[int]) -> float:
     return pages / (max(ends) - min(starts))
 
 
+def on_this_machine(number: int, command: list[str]) -> list[str]:
+    return command
+
+
+@contextmanager
+def network(options: argparse.Namespace, scratch: Path) -> Iterator[tuple[Callable[[int], str], str, Machines]]:
+    """Where the hosts listen, the Redis URL and how a worker is started: on loopback
+    with ``--redis``, or (``--netns``) each worker in a network namespace of its own with a
+    Redis server of the benchmark's own on the veth network's hub."""
+    if not options.netns:
+        yield (lambda index: f"127.0.0.{options.first_address + index}"), options.redis, on_this_machine
+        return
+    reason = unavailable_reason()
+    if reason is not None:
+        raise BenchFailure(f"--netns: {reason}")
+    with VethNetwork(workers=max(WORKER_COUNTS), sites=max(options.hosts, 2)) as net:
+        with socket.socket() as probe:
+            probe.bind((net.hub, 0))
+            port = probe.getsockname()[1]
+        # A password, as Redis on a network wants (it refuses other hosts without one).
+        password = secrets.token_hex(8)
+        log = (scratch / "redis.log").open("w")
+        redis = subprocess.Popen(["redis-server", "--bind", net.hub, "--port", str(port), "--requirepass", password,
+                                  "--save", "", "--appendonly", "no", "--dir", str(scratch)], stdout=log, stderr=log)
+        try:
+            url = f"redis://:{password}@{net.hub}:{port}/0"
+            wait_for_redis(url, redis)
+            yield net.site_address, url, net.command
+        finally:
+            redis.terminate()
+            redis.wait(timeout=10)
+            log.close()
+
+
+def wait_for_redis(url: str, process: subprocess.Popen[bytes]) -> None:
+    import redis
+
+    deadline = time.monotonic() + 30
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+            return
+        except redis.ConnectionError:
+            time.sleep(0.1)
+    raise BenchFailure(f"the benchmark's Redis server at {url} did not start")
+
+
 def benchmark(options: argparse.Namespace, scratch: Path) -> None:
+    with network(options, scratch) as (address_of, redis_url, machine):
+        run_configs(options, scratch, address_of, redis_url, machine)
+
+
+def run_configs(options: argparse.Namespace, scratch: Path, address_of: Callable[[int], str], redis_url: str,
+                machine: Machines) -> None:
     configs = [
         Config("workers", options.hosts, options.pages, options.delay, options.latency, options.concurrency),
         Config("polite", 2, options.pages, 0.2, options.latency, options.concurrency),
     ]
     print("\n".join(header_lines("topicspider distributed crawl scaling", ["scrapy", "scrapy-redis", "redis"])))
-    print(f"  redis         {options.redis}; rounds {options.rounds}; extra settings {options.set or 'none'}")
+    where = ("each worker in a network namespace of its own, over a veth link and a bridge to Redis and the hosts"
+             if options.netns else "every worker on this machine's loopback")
+    print(f"  network       {where}")
+    print(f"  redis         {mask_url(redis_url)}; rounds {options.rounds}; extra settings {options.set or 'none'}")
     for config in configs:
         if options.only and config.name != options.only:
             continue
         print(f"\n{config.name}: {config.hosts} hosts x {config.pages} pages, delay {config.delay} s, latency"
               f" {config.latency} s, CONCURRENT_REQUESTS {config.concurrency} per worker")
-        hosts = start_hosts(config, scratch, options.first_address)
+        hosts = start_hosts(config, scratch, address_of)
         rates: dict[int, list[float]] = {count: [] for count in WORKER_COUNTS}
         try:
             for round_ in range(options.rounds):
                 for count in WORKER_COUNTS:
-                    rate = run_workers(config, count, hosts, scratch, options.redis, options.timeout,
-                                       dict(item.split("=", 1) for item in options.set))
+                    rate = run_workers(config, count, hosts, scratch, redis_url, options.timeout,
+                                       dict(item.split("=", 1) for item in options.set), machine)
                     rates[count].append(rate)
                     print(f"  round {round_ + 1}: {count} worker(s) {rate:7.1f} pages/s ({config.bounds(count)})",
                           flush=True)
@@ -214,6 +282,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--latency", type=float, default=0.1, help="server answer delay (default 0.1 s)")
     parser.add_argument("--concurrency", type=int, default=2, help="CONCURRENT_REQUESTS per worker (default 2)")
     parser.add_argument("--first-address", type=int, default=40, help="first host is 127.0.0.N (default 40)")
+    parser.add_argument("--netns", action="store_true",
+                        help="each worker in a network namespace of its own (needs root; see topicspider.netns)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per run")
     parser.add_argument("--only", default="", help="run only this configuration (workers or polite)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",

@@ -136,4 +136,5 @@ from tests.services import (  # noqa: E402,F401 (fixtures)
     redis_crawl,
     redis_server,
     scrapyd,
+    veth_network,
 )

@@ -30,6 +30,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from topicspider.netns import VethNetwork, unavailable_reason
+
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 MARIADBD = "/usr/sbin/mariadbd"
@@ -103,12 +105,14 @@ class PrivateMariaDB:
     root: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    also_on: str = ""  # another address to listen on (a veth network's hub)
 
     def start(self) -> None:
+        addresses = ",".join(["127.0.0.1", *([self.also_on] if self.also_on else [])])
         with (self.root / "server.log").open("ab") as log:
             self.process = subprocess.Popen(
                 [MARIADBD, "--no-defaults", f"--datadir={self.root / 'data'}", "--user=root", f"--port={self.port}",
-                 "--bind-address=127.0.0.1", f"--socket={self.root / 'sock'}", f"--pid-file={self.root / 'pid'}",
+                 f"--bind-address={addresses}", f"--socket={self.root / 'sock'}", f"--pid-file={self.root / 'pid'}",
                  "--skip-log-bin", "--innodb-buffer-pool-size=32M", "--skip-name-resolve"],
                 stdout=log, stderr=log,
             )
@@ -129,13 +133,30 @@ class PrivateMariaDB:
             self.process.wait(timeout=10)
         self.process = None
 
-    def url(self, user: str, password: str, database: str = "") -> str:
+    def url(self, user: str, password: str, database: str = "", host: str = "127.0.0.1") -> str:
         credentials = f"{user}:{password}@" if password else f"{user}@"
-        return f"mysql://{credentials}127.0.0.1:{self.port}/{database}"
+        return f"mysql://{credentials}{host}:{self.port}/{database}"
+
+
+def _hub_of_the_tests_network(request: pytest.FixtureRequest) -> str:
+    """The veth network's hub address when the test asks for ``veth_network`` too (a
+    private server then listens there as well), else ""."""
+    return request.getfixturevalue("veth_network").hub if "veth_network" in request.fixturenames else ""
 
 
 @pytest.fixture
-def private_mariadb(tmp_path: Path) -> Iterator[PrivateMariaDB]:
+def veth_network() -> Iterator[VethNetwork]:
+    """Three workers' network namespaces and three site addresses on a bridge, as
+    machines on a LAN (:mod:`topicspider.netns`); private servers listen on its hub."""
+    reason = unavailable_reason()
+    if reason is not None:
+        unavailable(reason)
+    with VethNetwork(workers=3, sites=3) as network:
+        yield network
+
+
+@pytest.fixture
+def private_mariadb(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[PrivateMariaDB]:
     installer = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
     if installer is None or not Path(MARIADBD).exists():
         unavailable(f"a private MariaDB needs {MARIADBD} and mariadb-install-db")
@@ -148,7 +169,7 @@ def private_mariadb(tmp_path: Path) -> Iterator[PrivateMariaDB]:
     )
     if done.returncode != 0:
         unavailable(f"mariadb-install-db failed: {done.stderr[-500:]}")
-    server = PrivateMariaDB(root)
+    server = PrivateMariaDB(root, also_on=_hub_of_the_tests_network(request))
     server.start()
     yield server
     server.kill()
@@ -178,16 +199,17 @@ class PrivateRedis:
     port: int = field(default_factory=free_port)
     tls_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    also_on: str = ""  # another address to listen on (a veth network's hub)
 
     @property
     def ca(self) -> Path:
         return self.root / "cert.pem"
 
-    def url(self, password: str | None = None, *, tls: bool = False) -> str:
+    def url(self, password: str | None = None, *, tls: bool = False, host: str = "127.0.0.1") -> str:
         credentials = f":{password}@" if password else ""
         if tls:
             return f"rediss://{credentials}127.0.0.1:{self.tls_port}/0?ssl_cert_reqs=required&ssl_ca_certs={self.ca}"
-        return f"redis://{credentials}127.0.0.1:{self.port}/0"
+        return f"redis://{credentials}{host}:{self.port}/0"
 
     def start(self) -> None:
         if self.ca.exists():  # a restart
@@ -204,7 +226,7 @@ class PrivateRedis:
         # Every write reaches the append-only file: a restart keeps the crawl's state.
         with (self.root / "server.log").open("ab") as log:
             self.process = subprocess.Popen(
-                ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--tls-port", str(self.tls_port),
+                ["redis-server", "--bind", "127.0.0.1", *([self.also_on] if self.also_on else []), "--port", str(self.port), "--tls-port", str(self.tls_port),
                  "--tls-cert-file", str(self.root / "cert.pem"), "--tls-key-file", str(self.root / "key.pem"),
                  "--tls-ca-cert-file", str(self.ca), "--tls-auth-clients", "no", "--requirepass", self.password,
                  "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.root)],
@@ -235,12 +257,12 @@ class PrivateRedis:
 
 
 @pytest.fixture
-def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+def private_redis(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[PrivateRedis]:
     if shutil.which("redis-server") is None or shutil.which("openssl") is None:
         unavailable("a private Redis server needs redis-server and openssl")
     root = tmp_path / "redis"
     root.mkdir()
-    server = PrivateRedis(root)
+    server = PrivateRedis(root, also_on=_hub_of_the_tests_network(request))
     server.start()
     yield server
     server.stop()

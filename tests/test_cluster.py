@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.conftest import run_project
-from tests.services import RedisCrawl
+from tests.services import RedisCrawl, query
 from topicspider.cluster import ClusterKeys
 from topicspider.cluster.frontier import Exchange, Outgoing, RedisFrontier, level_field, queue_order
 from topicspider.cluster.hosts import HostTickets
@@ -510,27 +510,45 @@ def test_a_bad_or_unreachable_redis_gets_one_line_and_exit_2(tmp_path, url, mess
     assert pushed.returncode == 2 and message in pushed.stderr
 
 
-def test_three_workers_through_a_redis_restart_and_a_killed_worker(tmp_path, serve, private_redis):
+@pytest.mark.parametrize("network", ["loopback", "namespaces"])
+def test_three_workers_through_a_redis_restart_and_a_killed_worker(tmp_path, serve, request, network):
     """Faults: three workers; Redis restarted mid-crawl; one worker SIGKILLed and another
     started in its place. Every page is stored, re-fetches stay within what was in
-    flight, and no host sees two requests closer than its delay (less 50 ms)."""
+    flight, and no host sees two requests closer than its delay (less 50 ms).
+
+    ``loopback``: every worker on this machine's loopback, each storing into SQLite.
+    ``namespaces``: each worker in a network namespace of its own, as a machine of its
+    own, reaching Redis, MariaDB and the sites over a veth link and a bridge (the
+    replacement runs on the killed worker's "machine"), all storing into one MariaDB."""
     delay, pages = 0.2, 40
+    net = request.getfixturevalue("veth_network") if network == "namespaces" else None
+    private_redis = request.getfixturevalue("private_redis")  # after the network: it listens there too
+    host_of = net.site_address if net is not None else (lambda number: f"127.0.0.{number + 2}")
     sites, depth = [], 0
     for number in range(3):
         depths = generate_site(tmp_path / f"site{number}", pages, 3, seed=20 + number)
         depth = max(depth, *depths.values())
-        sites.append(serve(tmp_path / f"site{number}", host=f"127.0.0.{number + 2}"))
-    settings = {"REDIS_URL": private_redis.url(private_redis.password), "SCHEDULER_QUEUE_KEY": "f:requests",
-                "SCHEDULER_DUPEFILTER_KEY": "f:dupefilter", "REDIS_START_URLS_KEY": "f:start_urls",
-                "REDIS_LEASE": 5, "REDIS_PREFETCH": 4, "DOWNLOAD_DELAY": delay, "STORAGE_FLUSH_INTERVAL": 0.5}
+        sites.append(serve(tmp_path / f"site{number}", host=host_of(number)))
+    redis_host = net.hub if net is not None else "127.0.0.1"
+    settings = {"REDIS_URL": private_redis.url(private_redis.password, host=redis_host),
+                "SCHEDULER_QUEUE_KEY": "f:requests", "SCHEDULER_DUPEFILTER_KEY": "f:dupefilter",
+                "REDIS_START_URLS_KEY": "f:start_urls", "REDIS_LEASE": 5, "REDIS_PREFETCH": 4,
+                "DOWNLOAD_DELAY": delay, "STORAGE_FLUSH_INTERVAL": 0.5}
+    database = None
+    if net is not None:
+        database = _database_for_other_machines(request.getfixturevalue("private_mariadb"), net.hub)
+        settings["DATABASE_URL"] = database
     seeds = ",".join(f"{site.url}/" for site in sites)
     command = [crawl_command(seeds if n == 0 else "", depth, {**WORKER_SETTINGS, **settings}) for n in range(3)]
-    workers = []
-    for n in range(3):
-        (tmp_path / f"w{n}").mkdir()
-        with (tmp_path / f"w{n}" / "stderr.txt").open("w") as err:
-            workers.append(subprocess.Popen(command[n], cwd=tmp_path / f"w{n}", env=project_env(),
-                                            stdout=subprocess.DEVNULL, stderr=err))
+
+    def start(number: int, machine: int, arguments: list[str]) -> subprocess.Popen[bytes]:
+        (tmp_path / f"w{number}").mkdir()
+        with (tmp_path / f"w{number}" / "stderr.txt").open("w") as err:
+            return subprocess.Popen(net.command(machine, arguments) if net is not None else arguments,
+                                    cwd=tmp_path / f"w{number}", env=project_env(), stdout=subprocess.DEVNULL,
+                                    stderr=err)
+
+    workers = [start(n, n, command[n]) for n in range(3)]
 
     def served() -> int:
         return sum(len(page_paths(site)) for site in sites)
@@ -546,17 +564,15 @@ def test_three_workers_through_a_redis_restart_and_a_killed_worker(tmp_path, ser
     wait_until(50)
     workers[0].kill()
     workers[0].wait(timeout=10)
-    (tmp_path / "w3").mkdir()
-    with (tmp_path / "w3" / "stderr.txt").open("w") as err:
-        workers.append(subprocess.Popen(command[1], cwd=tmp_path / "w3", env=project_env(),
-                                        stdout=subprocess.DEVNULL, stderr=err))
+    workers.append(start(3, 0, command[1]))
     for worker, name in zip(workers[1:], ("w1", "w2", "w3")):
         assert worker.wait(timeout=180) == 0, (tmp_path / name / "stderr.txt").read_text()[-3000:]
 
-    stored = {(urlsplit(url).hostname, canonical_path(urlsplit(url).path or "/"))
-              for n in range(4) for url in _stored_urls(tmp_path / f"w{n}")}
+    urls = ([url for (url,) in query(database, "SELECT url FROM pages")] if database is not None
+            else [url for n in range(4) for url in _stored_urls(tmp_path / f"w{n}")])
+    stored = {(urlsplit(url).hostname, canonical_path(urlsplit(url).path or "/")) for url in urls}
     for number, site in enumerate(sites):
-        host = f"127.0.0.{number + 2}"
+        host = host_of(number)
         expected = {canonical_path(path) for path in _site_paths(tmp_path / f"site{number}")}
         assert len(expected) == pages
         assert {canonical_path(path) for path in page_paths(site)} == expected  # every page fetched
@@ -568,6 +584,20 @@ def test_three_workers_through_a_redis_restart_and_a_killed_worker(tmp_path, ser
     # The killed worker's leases: its buffer (REDIS_PREFETCH), its slots (3 hosts, 2 each)
     # and the pages read but not yet stored (half a second's, at most 5 a second here).
     assert refetched <= 4 + 3 * 2 + 3, refetched
+    if net is not None:  # each worker reached the sites from its own address
+        clients = {record["client"] for site in sites for record in site.requests()}
+        assert clients == {net.worker_address(n) for n in range(3)}, clients
+
+
+def _database_for_other_machines(server: Any, hub: str) -> str:
+    """A database on ``server`` and a user allowed in from any address, as a crawl's
+    database server on a LAN would have: its URL through ``hub``."""
+    password = f"pw-{os.urandom(6).hex()}"
+    admin = server.url("root", "")
+    query(admin, "CREATE DATABASE crawl")
+    query(admin, "CREATE USER 'crawler'@'%%' IDENTIFIED BY %s", password)
+    query(admin, "GRANT ALL ON crawl.* TO 'crawler'@'%%'")
+    return server.url("crawler", password, "crawl", host=hub)
 
 
 def _site_paths(root: Path) -> set[str]:

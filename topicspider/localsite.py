@@ -6,7 +6,7 @@ it listens on as its first line. Files are served from ``ROOT``; a sidecar file
 ``NAME.headers`` holds extra ``Header: value`` lines for ``NAME`` (``Status: 503`` sets
 the status, ``Status-First: 429 2`` answers 429 to the first 2 requests only,
 ``Delay: 0.5`` answers half a second late). Each request is logged as one JSON line: start and end times, method,
-path, Host and User-Agent headers, status.
+path, Host and User-Agent headers, status, client address.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
             "start": self._started, "end": time.time(), "method": self.command,
             "path": self.path, "host": self.headers.get("Host", ""),
             "user_agent": self.headers.get("User-Agent", ""), "status": self._status,
+            "client": self.client_address[0],
         }
         assert self.log_file is not None
         with self.log_lock:
