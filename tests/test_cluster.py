@@ -23,8 +23,9 @@ import pytest
 from tests.conftest import run_project
 from tests.services import RedisCrawl, query
 from topicspider.cluster import ClusterKeys
-from topicspider.cluster.frontier import Exchange, Outgoing, RedisFrontier, level_field, queue_order
+from topicspider.cluster.frontier import Ack, Exchange, Outgoing, RedisFrontier, level_field, queue_order
 from topicspider.cluster.hosts import HostTickets
+from topicspider.ledger import imbalance, ledger_line, ledger_of
 from topicspider.localsite import generate_site, page_html
 from topicspider.runner import crawl_command, opened, project_env, push_seeds_command
 
@@ -38,6 +39,7 @@ class Worker:
                  **settings: Any) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
+        self.redis_crawl = redis_crawl
         command = crawl_command(seeds, depth, {**WORKER_SETTINGS, **redis_crawl.settings(), **settings})
         with (workdir / "stdout.txt").open("a") as out, (workdir / "stderr.txt").open("a") as err:
             self.process = subprocess.Popen(command, cwd=workdir, env=project_env(), stdout=out, stderr=err)
@@ -71,13 +73,24 @@ def stored_paths(workdir: Path) -> set[str]:
     return {urlsplit(url).path or "/" for url in _stored_urls(workdir)}
 
 
-def finish(workers: list[Worker], clean: bool = True) -> None:
-    """Wait for every worker: each must succeed, and, if ``clean``, log no error."""
+def finish(workers: list[Worker], clean: bool = True) -> dict[str, int]:
+    """Wait for every worker: each must succeed, and, if ``clean``, log no error. The
+    crawl's ledger, across the workers, must add up with nothing left waiting: returned."""
     codes = [worker.wait() for worker in workers]
     for worker, code in zip(workers, codes):
         assert code == 0, worker.log()[-3000:]
         errors = [line for line in worker.log().splitlines() if " ERROR: " in line]
         assert not clean or not errors, errors[:5]
+    return finished_ledger(workers[0].redis_crawl.client, workers[0].redis_crawl.settings())
+
+
+def finished_ledger(client: Any, settings: dict[str, str]) -> dict[str, int]:
+    """The cluster's ledger in Redis, checked: it adds up, and nothing waits."""
+    from scrapy.settings import Settings
+
+    ledger = RedisFrontier(client, ClusterKeys.from_settings(Settings(settings), "topic"), lease=60.0).ledger()
+    assert imbalance(ledger) == 0 and ledger["waiting"] == 0, ledger_line(ledger)
+    return ledger
 
 
 def page_paths(site: Any) -> list[str]:
@@ -113,6 +126,31 @@ def test_a_url_is_claimed_once_across_workers(frontier: RedisFrontier) -> None:
     assert again.claimed == [True]
 
 
+def test_the_cluster_ledger_counts_each_url_once_across_workers(frontier: RedisFrontier,
+                                                               redis_crawl: RedisCrawl) -> None:
+    """Every worker's URLs end in one ledger in Redis: each URL queued once, ended once
+    (when its last copy is acknowledged by its lease's holder), and each link never
+    queued counted once, unless some worker queues it after all."""
+    a = RedisFrontier(redis_crawl.client, frontier.keys, lease=60.0, owner="a")
+    b = RedisFrontier(redis_crawl.client, frontier.keys, lease=60.0, owner="b")
+    a.exchange(Exchange(outgoing=[entry("x")], discovered=[("y", "offsite"), ("z", "too_deep"), ("x", "offsite")]))
+    b.exchange(Exchange(outgoing=[entry("x"), entry("y")], discovered=[("z", "nofollow")]))
+    assert a.ledger() == {"queued": 2, "not_queued": 1, "dropped/too_deep": 1, "waiting": 2}
+    assert a.exchange(Exchange(wanted=2)).popped == [b"x", b"y"]
+    retry = Outgoing("x", "a", queue_order(0, 0, False), "s|0", b"x-retry", claim=False)
+    a.exchange(Exchange(outgoing=[retry], finished=[Ack(b"x", "s|0", "x", "done")]))
+    assert a.ledger()["waiting"] == 2  # x's retry is queued: x has not ended
+    assert b.exchange(Exchange(wanted=1)).popped == [b"x-retry"]
+    a.exchange(Exchange(finished=[Ack(b"x-retry", "s|0", "x", "done")]))  # not a's lease
+    b.exchange(Exchange(finished=[Ack(b"x-retry", "s|0", "x", "error/http_404")]))
+    b.exchange(Exchange(finished=[Ack(b"x-retry", "s|0", "x", "error/http_404")]))  # once only
+    a.exchange(Exchange(finished=[Ack(b"y", "s|0", "y", "dropped/irrelevant")]))
+    ledger = a.ledger()
+    assert ledger == {"queued": 2, "not_queued": 1, "dropped/too_deep": 1, "error/http_404": 1,
+                      "dropped/irrelevant": 1, "waiting": 0}
+    assert imbalance(ledger) == 0
+
+
 def test_pops_go_breadth_first_and_take_hosts_in_turn(frontier: RedisFrontier) -> None:
     outgoing = [entry(f"a{i}", "a", -1) for i in range(3)] + [entry("b0", "b", -1), entry("deep", "b", -2)]
     outgoing.insert(0, entry("seed", "c", 0))
@@ -130,7 +168,7 @@ def test_leases_are_acknowledged_renewed_and_reclaimed(frontier: RedisFrontier, 
     assert result.levels == {}
     levels = frontier.exchange(Exchange(levels=[level_field("s", 0)])).levels
     assert levels == {"s|0": 2}  # queued or leased
-    done = frontier.exchange(Exchange(finished=[(b"x", "s|0")], levels=["s|0"]))
+    done = frontier.exchange(Exchange(finished=[Ack(b"x", "s|0")], levels=["s|0"]))
     assert done.acked_late == 0 and done.leased == 1 and done.levels == {"s|0": 1}
     # A worker that stops renewing (killed) loses its lease; the next pop puts it back.
     short = RedisFrontier(redis_crawl.client, frontier.keys, lease=0.2)
@@ -143,7 +181,7 @@ def test_leases_are_acknowledged_renewed_and_reclaimed(frontier: RedisFrontier, 
     short.exchange(Exchange(renew=[b"y"]))
     time.sleep(0.3)
     assert frontier.exchange(Exchange()).reclaimed == 1
-    late = frontier.exchange(Exchange(finished=[(b"y", "s|0")], levels=["s|0"]))
+    late = frontier.exchange(Exchange(finished=[Ack(b"y", "s|0")], levels=["s|0"]))
     assert late.queued == 0 and late.leased == 0 and late.levels == {"s|0": 0}
 
 
@@ -157,13 +195,13 @@ def test_a_lease_is_its_workers_alone_after_an_outage(frontier: RedisFrontier, r
     time.sleep(0.3)
     taken = b.exchange(Exchange(wanted=1, levels=["s|0"]))
     assert taken.reclaimed == 1 and taken.popped == [b"x"] and taken.levels == {"s|0": 1}
-    late = a.exchange(Exchange(released=[(b"x", "s|0")], finished=[(b"x", "s|0")], renew=[b"x"], levels=["s|0"]))
+    late = a.exchange(Exchange(released=[(b"x", "s|0")], finished=[Ack(b"x", "s|0")], renew=[b"x"], levels=["s|0"]))
     assert late.acked_late == 1 and late.lost == [b"x"]
     assert late.leased == 1 and late.levels == {"s|0": 1}  # still B's, still counted
     a.give_back([b"x"])
     assert frontier.exchange(Exchange()).leased == 1
     assert b.exchange(Exchange(renew=[b"x"])).renewed == 1
-    done = b.exchange(Exchange(finished=[(b"x", "s|0")], levels=["s|0"]))
+    done = b.exchange(Exchange(finished=[Ack(b"x", "s|0")], levels=["s|0"]))
     assert done.acked_late == 0 and done.leased == 0 and done.queued == 0 and done.levels == {"s|0": 0}
     assert not redis_crawl.client.exists(frontier.keys.owners, frontier.keys.deliveries)
 
@@ -179,7 +217,7 @@ def test_a_request_popped_too_often_comes_back_poisoned(frontier: RedisFrontier,
     steady = RedisFrontier(redis_crawl.client, frontier.keys, lease=60.0, owner="steady", max_deliveries=2)
     third = steady.exchange(Exchange(wanted=1))
     assert third.popped == [] and third.poisoned == [(b"x", 3)] and third.leased == 1
-    steady.exchange(Exchange(finished=[(b"x", "s|0")]))
+    steady.exchange(Exchange(finished=[Ack(b"x", "s|0")]))
     unlimited = RedisFrontier(redis_crawl.client, frontier.keys, lease=60.0, owner="u", max_deliveries=1)
     unlimited.exchange(Exchange(outgoing=[entry("y")]))
     assert unlimited.exchange(Exchange(wanted=1)).popped == [b"y"]
@@ -193,7 +231,7 @@ def test_a_finished_request_leaves_its_level_before_its_acknowledgement(frontier
     frontier.exchange(Exchange(wanted=3))
     released = frontier.exchange(Exchange(released=[(b"x", "s|0"), (b"x", "s|0")], levels=["s|0"]))
     assert released.levels == {"s|0": 2} and released.leased == 3  # once, however often it is told
-    acked = frontier.exchange(Exchange(finished=[(b"x", "s|0")], levels=["s|0"]))
+    acked = frontier.exchange(Exchange(finished=[Ack(b"x", "s|0")], levels=["s|0"]))
     assert acked.levels == {"s|0": 2} and acked.leased == 2  # not counted off twice
     # Released, then its worker is killed before the page is stored: it counts again.
     short = RedisFrontier(redis_crawl.client, frontier.keys, lease=0.2)
@@ -202,7 +240,7 @@ def test_a_finished_request_leaves_its_level_before_its_acknowledgement(frontier
     back = frontier.exchange(Exchange(levels=["s|0"]))
     assert back.reclaimed == 1 and back.queued == 1 and back.levels == {"s|0": 2}
     # ... and the late acknowledgement of the killed worker's copy counts it off once.
-    late = frontier.exchange(Exchange(finished=[(b"y", "s|0")], levels=["s|0"]))
+    late = frontier.exchange(Exchange(finished=[Ack(b"y", "s|0")], levels=["s|0"]))
     assert late.queued == 0 and late.acked_late == 1 and late.levels == {"s|0": 1}
     # Given back after its release (never in practice: only unstarted ones are): counts again.
     frontier.exchange(Exchange(released=[(b"z", "s|0")]))
@@ -292,7 +330,10 @@ def test_three_workers_fetch_every_page_once_and_store_what_one_worker_stores(tm
         worker.wait_until_open()
     pushed = run_project(push_seeds_command(f"{shared.url}/", redis_crawl.settings()), tmp_path)
     assert pushed.returncode == 0, pushed.stderr
-    finish(workers)
+    ledger = finish(workers)
+    # One ledger for the cluster, each URL once: as the single crawl's.
+    assert {entry: count for entry, count in ledger.items() if count} == \
+        {entry: count for entry, count in ledger_of(reference.stats).items() if count}
 
     requested = Counter(page_paths(shared))
     assert requested and max(requested.values()) == 1, requested.most_common(3)
@@ -424,7 +465,8 @@ def test_a_request_that_kills_every_worker_taking_it_is_dead_lettered(tmp_path, 
         worker.process.kill()
         worker.process.wait(timeout=10)
     last = Worker(tmp_path / "last", redis_crawl, depth=1, **settings)
-    finish([last], clean=False)
+    ledger = finish([last], clean=False)
+    assert ledger["error/over_delivered"] == 1 and ledger["done"] == 4, ledger_line(ledger)
     assert page_paths(site).count("/poison.html") == 2  # never fetched a third time
     stored = set().union(*(stored_paths(tmp_path / name) for name in ("last", "dies0", "dies1")))
     assert {canonical_path(path) for path in stored} == {"/", "/a.html", "/b.html", "/c.html"}
@@ -584,6 +626,12 @@ def test_three_workers_through_a_redis_restart_and_a_killed_worker(tmp_path, ser
     # The killed worker's leases: its buffer (REDIS_PREFETCH), its slots (3 hosts, 2 each)
     # and the pages read but not yet stored (half a second's, at most 5 a second here).
     assert refetched <= 4 + 3 * 2 + 3, refetched
+    import redis
+
+    client = redis.Redis.from_url(private_redis.url(private_redis.password))
+    ledger = finished_ledger(client, settings)  # one ledger, through the restart and the kill
+    client.close()
+    assert ledger["done"] == 3 * pages and not [entry for entry in ledger if entry.startswith("error/")], ledger
     if net is not None:  # each worker reached the sites from its own address
         clients = {record["client"] for site in sites for record in site.requests()}
         assert clients == {net.worker_address(n) for n in range(3)}, clients

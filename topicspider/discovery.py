@@ -3,7 +3,8 @@
 ``nofollow``, ``not_a_page``, ``trap``), each URL counted once, for the reason it was first left.
 
 Kept by :class:`topicspider.scheduler.FrontierScheduler` whenever it keeps the ledger
-(not in distributed mode), from the spider's ``links_dropped`` signal. Links memory
+(in distributed mode, Redis counts the links, :mod:`topicspider.cluster.frontier`), from
+the spider's ``links_dropped`` signal. Links memory
 knows as queued, or has just recorded, go no further; the rest go, a batch a second,
 to an SQLite store (:mod:`topicspider.storage.discovered`) that keeps each URL once. A
 URL left by one page may be queued from another (an off-site link to a site that is

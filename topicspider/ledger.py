@@ -1,8 +1,8 @@
 """The crawl's ledger of URLs: each discovered URL ends in exactly one state, and they add up.
 
-Kept by :class:`topicspider.scheduler.FrontierScheduler` (not in distributed mode, where
-a URL's end is shared between workers), written to the stats at close as
-``ledger/<entry>``, and printed in the crawl report:
+Kept by :class:`topicspider.scheduler.FrontierScheduler` (in distributed mode, for every
+worker at once, in Redis: :mod:`topicspider.cluster.frontier`), written to the stats at
+close as ``ledger/<entry>``, and printed in the crawl report:
 
     queued + not queued (this run's) + queued before (a resumed job's waiting URLs)
         = done + error (by reason) + dropped (by reason) + still waiting

@@ -96,6 +96,14 @@ class Finished(NamedTuple):
     entry: SeenURL
 
 
+def finished_outcome(request: Request, failure: str | None) -> str:
+    """The ledger entry of a URL whose last copy is ``request``, its callback ended:
+    ``failure`` is why its fetch failed for good, if it did."""
+    if later := request.meta.get(RESUME_LATER_META):
+        return outcome_of(f"{later}: for now")
+    return outcome_of(failure, request.meta.get(DROPPED_META))
+
+
 def level_of(request: Request) -> tuple[Any, int]:
     """A request's (site, depth), the unit of the level barrier."""
     return request.meta.get("site"), request.meta.get("depth", 0)
@@ -458,12 +466,10 @@ class FrontierScheduler(Scheduler):
             if self.copies[fingerprint] > 0:
                 continue
             del self.copies[fingerprint]
-            failure = self.failures.pop(fingerprint, None)
+            self.ledger[finished_outcome(request, self.failures.pop(fingerprint, None))] += 1
             if later := request.meta.get(RESUME_LATER_META):
-                self.ledger[outcome_of(f"{later}: for now")] += 1
                 self.resume_later[later] += 1  # stays waiting in the store
                 continue
-            self.ledger[outcome_of(failure, request.meta.get(DROPPED_META))] += 1
             if self.durable:
                 entry = SeenURL(fingerprint, request.url, request.meta.get("depth", 0), finished=True)
                 self.awaiting_storage.append(Finished(now, self.unresolved_in, entry))

@@ -136,6 +136,9 @@ class ClusterKeys:
     owners: str  # hash: encoded request -> the worker whose lease it is
     deliveries: str  # hash: encoded request -> times popped (a give-back takes its pop back)
     dead_letters: str  # list: JSON records of queue entries set aside, each with its reason
+    ledger: str  # hash: ledger entry (queued, done, error/<reason>...) -> URLs, cluster-wide
+    copies: str  # hash: hex fingerprint -> copies of that URL queued or leased (retries, redirects home)
+    discovered: str  # hash: hex fingerprint -> the reason a link was left, for links no worker queued
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> ClusterKeys:
@@ -153,8 +156,12 @@ class ClusterKeys:
             owners=f"{queue}:owners",
             deliveries=f"{queue}:deliveries",
             dead_letters=f"{queue}:dead_letters",
+            ledger=f"{queue}:ledger",
+            copies=f"{queue}:copies",
+            discovered=f"{queue}:discovered",
         )
 
     def all(self) -> list[str]:
         return [self.queue, self.dupefilter, self.start_urls, self.leases, self.scores, self.ranks, self.levels,
-                self.released, self.owners, self.deliveries, self.dead_letters]
+                self.released, self.owners, self.deliveries, self.dead_letters, self.ledger, self.copies,
+                self.discovered]

@@ -33,6 +33,13 @@ wanted) is one pipeline (two round trips: redis-py checks the script cache first
   back: never started). A request popped more than ``REDIS_MAX_DELIVERIES`` times, a
   poison pill that kills the workers that take it, is handed over marked as such, for
   the worker to set aside unread (dead letters) instead of crawling it again.
+* **Ledger.** The crawl's ledger (:mod:`topicspider.ledger`) is kept in Redis for every
+  worker at once, in the same scripts: a hash counts each URL's live copies (queued or
+  leased: a retry or a redirect back to its URL is a second copy), and a URL is queued
+  when its first live copy is, and ends, with the outcome its worker gives, when its last
+  copy is acknowledged by the worker whose lease it is. A link a worker will not request
+  is counted once, by its first reason, unless the URL is or gets queued. What is still
+  waiting is the URLs with a live copy.
 """
 
 from __future__ import annotations
@@ -41,10 +48,11 @@ import base64
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from topicspider.cluster import ClusterKeys
 from topicspider.cluster.hosts import HostTickets
+from topicspider.ledger import DROPPED, NOT_QUEUED, QUEUED, WAITING
 
 RANK_LIMIT = 999_999  # ranks above share a score; order among them is by bytes
 RECLAIM_PER_POP = 1000
@@ -74,25 +82,63 @@ local function requeue(data)
 end
 """
 
-# KEYS: dupefilter, queue, ranks, levels. ARGV: fingerprint, host, order, level, data,
-# ... (an empty fingerprint queues without a claim: dont_filter requests). Returns 1/0 per request.
-CLAIM_AND_PUSH = FUNCTIONS + """
+# The ledger (see "Ledger" above). A copy of a URL queued while none is live counts the
+# URL as queued; a link left by some worker and queued after all is no longer counted as
+# left. KEYS: copies, ledger, discovered.
+LEDGER_FUNCTIONS = """
+local function copy_queued(fingerprint, copies, ledger, discovered)
+  if fingerprint == '' or redis.call('HINCRBY', copies, fingerprint, 1) ~= 1 then return end
+  redis.call('HINCRBY', ledger, '%(queued)s', 1)
+  local reason = redis.call('HGET', discovered, fingerprint)
+  if reason then
+    redis.call('HDEL', discovered, fingerprint)
+    redis.call('HINCRBY', ledger, '%(not_queued)s', -1)
+    redis.call('HINCRBY', ledger, '%(dropped)s' .. reason, -1)
+  end
+end
+local function copy_ended(fingerprint, outcome, copies, ledger)
+  if fingerprint == '' then return end
+  if redis.call('HINCRBY', copies, fingerprint, -1) <= 0 then
+    redis.call('HDEL', copies, fingerprint)
+    if outcome ~= '' then redis.call('HINCRBY', ledger, outcome, 1) end
+  end
+end
+""" % {"queued": QUEUED, "not_queued": NOT_QUEUED, "dropped": DROPPED}
+
+# KEYS: dupefilter, queue, ranks, levels, copies, ledger, discovered. ARGV: claim (1/0),
+# fingerprint, host, order, level, data, ... (a request not claimed, a dont_filter one, is
+# queued whether its fingerprint is in the set or not; an empty fingerprint keeps it out
+# of the ledger). Returns 1/0 per request.
+CLAIM_AND_PUSH = FUNCTIONS + LEDGER_FUNCTIONS + """
 local claimed = {}
-for i = 1, #ARGV, 5 do
+for i = 1, #ARGV, 6 do
   local added = 1
-  if ARGV[i] ~= '' then added = redis.call('SADD', KEYS[1], ARGV[i]) end
+  if ARGV[i] == '1' then added = redis.call('SADD', KEYS[1], ARGV[i + 1]) end
   if added == 1 then
-    local order = tonumber(ARGV[i + 2])
-    local rank = redis.call('HINCRBY', KEYS[3], ARGV[i + 1] .. '|' .. ARGV[i + 2], 1)
+    local order = tonumber(ARGV[i + 3])
+    local rank = redis.call('HINCRBY', KEYS[3], ARGV[i + 2] .. '|' .. ARGV[i + 3], 1)
     if rank > %(rank_limit)d then rank = %(rank_limit)d end
-    if redis.call('ZADD', KEYS[2], order * 1000000 + rank, ARGV[i + 4]) == 1 then
-      count_level(KEYS[4], ARGV[i + 3], 1)
+    if redis.call('ZADD', KEYS[2], order * 1000000 + rank, ARGV[i + 5]) == 1 then
+      count_level(KEYS[4], ARGV[i + 4], 1)
+      copy_queued(ARGV[i + 1], KEYS[5], KEYS[6], KEYS[7])
     end
   end
   claimed[#claimed + 1] = added
 end
 return claimed
 """ % {"rank_limit": RANK_LIMIT}
+
+# KEYS: dupefilter, discovered, ledger. ARGV: fingerprint, reason, ... Links a worker will
+# not request: each URL no worker queued is counted once, for the first reason given.
+DISCOVER = """
+for i = 1, #ARGV, 2 do
+  if redis.call('SISMEMBER', KEYS[1], ARGV[i]) == 0 and redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) == 1 then
+    redis.call('HINCRBY', KEYS[3], '%(not_queued)s', 1)
+    redis.call('HINCRBY', KEYS[3], '%(dropped)s' .. ARGV[i + 1], 1)
+  end
+end
+return 0
+""" % {"not_queued": NOT_QUEUED, "dropped": DROPPED}
 
 # KEYS: queue, leases, scores, released, levels, owners, deliveries. ARGV: how many, lease
 # seconds, owner, most deliveries (0: no limit). Returns {reclaimed count, {data, ...},
@@ -145,13 +191,14 @@ end
 return 0
 """
 
-# KEYS: queue, leases, scores, released, levels, owners, deliveries. ARGV: owner, data,
-# level, ... Returns how many were still this worker's: a request whose lease had run
-# out is taken off the queue again, so it is not fetched twice; one leased since by
-# another worker is that worker's to acknowledge.
-ACK = FUNCTIONS + """
+# KEYS: queue, leases, scores, released, levels, owners, deliveries, copies, ledger. ARGV:
+# owner, then data, level, fingerprint, outcome for each request. Returns how many were
+# still this worker's: a request whose lease had run out is taken off the queue again, so
+# it is not fetched twice; one leased since by another worker is that worker's to
+# acknowledge, and to count in the ledger. The copy ends if it was leased or queued.
+ACK = FUNCTIONS + LEDGER_FUNCTIONS + """
 local held = 0
-for i = 2, #ARGV, 2 do
+for i = 2, #ARGV, 4 do
   local data = ARGV[i]
   local holder = redis.call('HGET', KEYS[6], data)
   if not holder or holder == ARGV[1] then
@@ -160,9 +207,11 @@ for i = 2, #ARGV, 2 do
     redis.call('HDEL', KEYS[3], data)
     redis.call('HDEL', KEYS[6], data)
     redis.call('HDEL', KEYS[7], data)
-    local counted = redis.call('ZREM', KEYS[1], data)
+    local queued = redis.call('ZREM', KEYS[1], data)
+    local counted = queued
     if redis.call('HDEL', KEYS[4], data) == 0 then counted = counted + leased end
     count_level(KEYS[5], ARGV[i + 1], -counted)
+    if leased + queued > 0 then copy_ended(ARGV[i + 2], ARGV[i + 3], KEYS[8], KEYS[9]) end
   end
 end
 return held
@@ -203,11 +252,22 @@ return lost
 class Outgoing:
     """A request on its way to the shared queue."""
 
-    fingerprint: str  # hex; "" queues it without a claim
+    fingerprint: str  # hex; "" keeps it out of the ledger (and queues it without a claim)
     host: str
     order: int  # lower goes first, see queue_order
     level: str  # "site|depth", see level_field
     data: bytes
+    claim: bool = True  # False: queued whether its URL was seen or not (dont_filter), a copy in the ledger
+
+
+class Ack(NamedTuple):
+    """A finished request to acknowledge: its queue entry and level field, and for the
+    ledger its URL's hex fingerprint ("" for none) and its outcome (:func:`topicspider.ledger.outcome_of`)."""
+
+    data: bytes
+    level: str
+    fingerprint: str = ""
+    outcome: str = ""
 
 
 def queue_order(priority: int, depth: int, by_level: bool) -> int:
@@ -226,13 +286,14 @@ class Exchange:
 
     outgoing: list[Outgoing] = field(default_factory=list)
     released: list[tuple[bytes, str]] = field(default_factory=list)  # (entry, level field): callback ended
-    finished: list[tuple[bytes, str]] = field(default_factory=list)  # (entry, level field): to acknowledge
+    finished: list[Ack] = field(default_factory=list)  # to acknowledge
     renew: list[bytes] = field(default_factory=list)
     wanted: int = 0
     seeds_wanted: int = 0
     levels: list[str] = field(default_factory=list)  # level fields to read
     hosts: list[str] = field(default_factory=list)  # hosts whose next start to read
     dead_letters: list[bytes] = field(default_factory=list)  # records of entries set aside
+    discovered: list[tuple[str, str]] = field(default_factory=list)  # (hex fingerprint, reason): links left
 
 
 def dead_letter(data: bytes, reason: str, worker: str) -> bytes:
@@ -267,6 +328,10 @@ def read_dead_letter(record: bytes) -> DeadLetter:
                           str(fields.get("reason", ""))[:500], int(_number(fields.get("size"))), _entry_url(entry))
     except Exception:  # noqa: BLE001 - a record that is not ours is shown as such
         return DeadLetter(0.0, "", f"not a dead-letter record ({len(record)} bytes)", len(record), "")
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _number(value: Any) -> float:
@@ -308,6 +373,7 @@ class RedisFrontier:
         self.owner = owner
         self.max_deliveries = max_deliveries
         self._claim = server.register_script(CLAIM_AND_PUSH)
+        self._discover = server.register_script(DISCOVER)
         self._release = server.register_script(RELEASE)
         self._pop = server.register_script(LEASED_POP)
         self._ack = server.register_script(ACK)
@@ -323,8 +389,13 @@ class RedisFrontier:
         if work.outgoing:
             arguments: list[Any] = []
             for entry in work.outgoing:
-                arguments += [entry.fingerprint, entry.host, entry.order, entry.level, entry.data]
-            self._claim(keys=[keys.dupefilter, keys.queue, keys.ranks, keys.levels], args=arguments, client=pipe)
+                claim = "1" if entry.claim and entry.fingerprint else "0"
+                arguments += [claim, entry.fingerprint, entry.host, entry.order, entry.level, entry.data]
+            self._claim(keys=[keys.dupefilter, keys.queue, keys.ranks, keys.levels, keys.copies, keys.ledger,
+                              keys.discovered], args=arguments, client=pipe)
+        if work.discovered:
+            links = [part for link in work.discovered for part in link]
+            self._discover(keys=[keys.dupefilter, keys.discovered, keys.ledger], args=links, client=pipe)
         if work.released:
             pairs = [part for released in work.released for part in released]
             self._release(keys=[keys.leases, keys.released, keys.levels, keys.owners], args=[self.owner, *pairs],
@@ -334,8 +405,8 @@ class RedisFrontier:
             pipe.rpush(keys.dead_letters, *work.dead_letters)
             pipe.ltrim(keys.dead_letters, -DEAD_LETTERS_KEPT, -1)
         if work.finished:
-            pairs = [part for finished in work.finished for part in finished]
-            self._ack(keys=self._lease_keys(), args=[self.owner, *pairs], client=pipe)
+            fields: list[Any] = [part for ack in work.finished for part in ack]
+            self._ack(keys=[*self._lease_keys(), keys.copies, keys.ledger], args=[self.owner, *fields], client=pipe)
         if work.renew:
             self._renew(keys=[keys.leases, keys.owners], args=[self.lease, self.owner, *work.renew], client=pipe)
         self._pop(keys=self._lease_keys(), args=[work.wanted, self.lease, self.owner, self.max_deliveries], client=pipe)
@@ -350,6 +421,8 @@ class RedisFrontier:
         pipe.llen(keys.start_urls)
         replies = pipe.execute()
         claimed = [bool(flag) for flag in replies.pop(0)] if work.outgoing else []
+        if work.discovered:
+            replies.pop(0)
         if work.released:
             replies.pop(0)
         if work.dead_letters:
@@ -373,6 +446,17 @@ class RedisFrontier:
         pipe.lrange(self.keys.dead_letters, -limit, -1)
         total, records = pipe.execute()
         return int(total), [read_dead_letter(record) for record in reversed(records)]
+
+    def ledger(self) -> dict[str, int]:
+        """The crawl's ledger across every worker: its entries, and ``waiting`` (URLs with a
+        copy still queued or leased)."""
+        pipe = self.server.pipeline(transaction=False)
+        pipe.hgetall(self.keys.ledger)
+        pipe.hlen(self.keys.copies)
+        entries, waiting = pipe.execute()
+        ledger = {_text(name): int(count) for name, count in entries.items() if int(count)}
+        ledger[WAITING] = int(waiting)
+        return ledger
 
     def give_back(self, data: list[bytes]) -> None:
         """Return leased requests to the queue, unstarted."""

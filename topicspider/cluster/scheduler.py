@@ -37,6 +37,11 @@ produced are in the queue, and its page is stored (the storage pipeline's
 earlier, once the callback has finished, as in a single-process crawl. A graceful stop (Ctrl-C,
 ``SIGTERM``, scrapyd's cancel) gives back what it had not started; a killed worker's
 leases run out after ``REDIS_LEASE`` seconds and any worker puts them back.
+
+The crawl's ledger is kept in Redis for every worker (see :mod:`topicspider.cluster.frontier`):
+each acknowledgement carries its URL's fingerprint and outcome, the links the spider
+leaves (``links_dropped``) go with the next round, and at close the whole cluster's
+ledger is read into this worker's stats (``ledger/*``).
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from topicspider.cluster import (
     redis_url,
 )
 from topicspider.cluster.frontier import (
+    Ack,
     Exchange,
     ExchangeResult,
     Outgoing,
@@ -72,11 +78,15 @@ from topicspider.cluster.frontier import (
     queue_order,
 )
 from topicspider.config import get_bool, get_float, get_int
+from topicspider.discovery import RECENT_CAPACITY
 from topicspider.dupefilter import Verdict
+from topicspider.ledger import ERROR, WAITING
+from topicspider.ledger import PREFIX as LEDGER_PREFIX
+from topicspider.lru import LRU
 from topicspider.reactor_tools import call_later, in_thread, sleep, thread_pool
 from topicspider.requestcodec import UnencodableRequest, decode_request, encode_request, request_meta
-from topicspider.scheduler import STORAGE_PIPELINE, FrontierScheduler, level_of
-from topicspider.signals import host_booked, pages_durable
+from topicspider.scheduler import STORAGE_PIPELINE, FrontierScheduler, finished_outcome, level_of
+from topicspider.signals import fetch_failed, host_booked, links_dropped, pages_durable
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -164,6 +174,13 @@ class ClusterScheduler(FrontierScheduler):
         crawler.signals.connect(self._host_booked, signal=host_booked)
         self.stored: list[Request] = []  # finished and durable: to acknowledge
         crawler.signals.connect(self._pages_durable, signal=pages_durable)
+        # The cluster's ledger, in Redis: each finished request's URL and outcome, told
+        # with its acknowledgement, and the links this worker will not request.
+        self.outcomes: dict[Request, tuple[str, str]] = {}  # finished -> (hex fingerprint, ledger entry)
+        self.discovered: dict[str, str] = {}  # hex fingerprint -> reason, for the next round
+        self.recently_discovered: LRU[bytes, None] = LRU(RECENT_CAPACITY)
+        crawler.signals.connect(self._fetch_failed, signal=fetch_failed)
+        crawler.signals.connect(self._links_dropped, signal=links_dropped)
 
     def open(self, spider: Spider) -> Deferred[None] | None:
         result = super().open(spider)
@@ -190,23 +207,22 @@ class ClusterScheduler(FrontierScheduler):
         # A redirect or retry of a request handed back once may be handed back once more.
         request.meta.pop(DECLINED_META, None)
         self._forget_download_slot(request)
-        fingerprint: bytes | None = None
-        if not (request.dont_filter or self.df.redirect_within_identity(request)):
-            fingerprint = self.df.fingerprint(request)
-            if fingerprint in self.claiming or self.df.verdict(fingerprint) is Verdict.SEEN:
-                self.df.log(request, self.spider)
-                return False
+        fingerprint = self.df.fingerprint(request)
+        claim = not (request.dont_filter or self.df.redirect_within_identity(request))
+        if claim and (fingerprint in self.claiming or self.df.verdict(fingerprint) is Verdict.SEEN):
+            self.df.log(request, self.spider)
+            return False
         try:
             data = encode_request(request, self.spider)
         except UnencodableRequest as exc:  # not data: crawl it here, do not share it
-            self._keep_local(request, fingerprint, exc)
+            self._keep_local(request, fingerprint if claim else None, exc)
             return True
         host = self.downloader.get_slot_key(request)
         site, depth = level_of(request)
         order = queue_order(request.priority, depth, self.level_sync)
-        entry = Outgoing(fingerprint.hex() if fingerprint else "", host, order, level_field(site, depth), data)
-        self.outgoing.append((entry, fingerprint, request))
-        if fingerprint is not None:
+        entry = Outgoing(fingerprint.hex(), host, order, level_field(site, depth), data, claim=claim)
+        self.outgoing.append((entry, fingerprint if claim else None, request))
+        if claim:
             self.claiming.add(fingerprint)
         self._kick()
         return True
@@ -291,6 +307,7 @@ class ClusterScheduler(FrontierScheduler):
                     result = await in_thread(self.pool, self.frontier.exchange, work)
                 except Exception as exc:  # noqa: BLE001 - Redis failed: keep everything, try again
                     self.dead_letters = work.dead_letters + self.dead_letters
+                    self.discovered = {**dict(work.discovered), **self.discovered}
                     self._failed(exc, sent, released, finished)
                     await sleep(ERROR_RETRY)
                     continue
@@ -307,8 +324,9 @@ class ClusterScheduler(FrontierScheduler):
         released, self.releasing = self.releasing, []
         finished, self.stored = self.stored, []
         work = Exchange(outgoing=[entry for entry, _, _ in sent], released=self._with_levels(released),
-                        finished=self._with_levels(finished), dead_letters=self.dead_letters)
-        self.dead_letters = []
+                        finished=self._acks(finished), dead_letters=self.dead_letters,
+                        discovered=list(self.discovered.items()))
+        self.dead_letters, self.discovered = [], {}
         if monotonic() - self.last_renewal > self.lease / 4:
             work.renew = list(self.lease_of.values())
             self.last_renewal = monotonic()
@@ -349,6 +367,27 @@ class ClusterScheduler(FrontierScheduler):
 
     def _with_levels(self, requests: list[Request]) -> list[tuple[bytes, str]]:
         return [(self.lease_of[request], level_field(*level_of(request))) for request in requests]
+
+    def _acks(self, requests: list[Request]) -> list[Ack]:
+        return [Ack(data, level, *self.outcomes.get(request, ("", "")))
+                for request, (data, level) in zip(requests, self._with_levels(requests))]
+
+    def _note_outcome(self, request: Request) -> None:
+        """Its callback has ended: what the ledger says of its URL, if it is the last copy."""
+        if isinstance(request, _Undecodable):
+            self.outcomes[request] = (request.fingerprint, request.outcome)  # type: ignore[assignment]
+            return
+        fingerprint = self.df.fingerprint(request)
+        self.outcomes[request] = (fingerprint.hex(), finished_outcome(request, self.failures.pop(fingerprint, None)))
+
+    def _links_dropped(self, links: list[tuple[bytes, str]]) -> None:
+        """Links a page will not request: for the cluster's ledger, once each as far as
+        this worker knows (the script counts each URL once across workers)."""
+        for fingerprint, reason in links:
+            if self.recently_discovered.touch(fingerprint) or self.df.known_in_memory(fingerprint):
+                continue
+            self.recently_discovered.put(fingerprint, None)
+            self.discovered.setdefault(fingerprint.hex(), reason)
 
     def _wanted(self) -> int:
         """How many requests to lease now: enough to fill the buffer, counting held ones."""
@@ -394,6 +433,8 @@ class ClusterScheduler(FrontierScheduler):
             # Not crawled here (this worker is failing or closing): others may, so no ack.
             self.returning += [request for request in finished if request.meta.get(GIVE_BACK_META)]
             finished = [request for request in finished if not request.meta.get(GIVE_BACK_META)]
+        for request in finished:
+            self._note_outcome(request)
         if self.wait_for_storage and not self.closing:
             now = monotonic()
             self.unstored += [(now, request) for request in finished]
@@ -437,6 +478,7 @@ class ClusterScheduler(FrontierScheduler):
                 self.df.log(request, self.spider)  # another worker queued it first
         for request in finished:
             del self.lease_of[request]
+            self.outcomes.pop(request, None)
             self.started.discard(request)
         self._count("scheduler/cluster/acked", len(finished) - result.acked_late)
         self._count("scheduler/cluster/acked_late", result.acked_late)
@@ -449,7 +491,8 @@ class ClusterScheduler(FrontierScheduler):
             self._take(data)
         for data, deliveries in result.poisoned:
             self._set_aside(data, f"delivered {deliveries} times, more than REDIS_MAX_DELIVERIES"
-                            f" ({self.max_deliveries}): its workers died or lost it each time", "over_delivered")
+                            f" ({self.max_deliveries}): its workers died or lost it each time", "over_delivered",
+                            self._fingerprint_of(data))
         self.seed_urls += [raw.decode("utf-8", "replace") for raw in result.seeds]
         self.remote_queued, self.remote_leased, self.remote_seeds = result.queued, result.leased, result.seeds_queued
         self._note_cooling(result.host_waits)
@@ -502,7 +545,8 @@ class ClusterScheduler(FrontierScheduler):
             self._push_local(request)
         except Exception as exc:  # noqa: BLE001 - a request the frontier cannot hold is set aside too
             del self.lease_of[request]
-            self._set_aside(data, f"not a request this crawl can queue: {exc!r}"[:300], "bad_entries")
+            self._set_aside(data, f"not a request this crawl can queue: {exc!r}"[:300], "bad_entries",
+                            self.df.fingerprint(request).hex())
 
     # Seeds and idleness, for the spider
 
@@ -529,7 +573,7 @@ class ClusterScheduler(FrontierScheduler):
         # The pipelines have closed: every finished page is stored, spilled or counted lost.
         self.stored += [request for _, request in self.unstored]
         self.unstored.clear()
-        while (self.pumping or self.outgoing or self.given or self.stored) and monotonic() < deadline:
+        while (self.pumping or self.outgoing or self.given or self.stored or self.discovered) and monotonic() < deadline:
             if not self.pumping:
                 self._kick()
             await sleep(0.01)
@@ -552,6 +596,7 @@ class ClusterScheduler(FrontierScheduler):
         if self.outgoing:
             logger.error("%d new requests could not be queued in Redis at close", len(self.outgoing))
             self._count("scheduler/cluster/lost", len(self.outgoing))
+        await self._write_cluster_ledger()
         self.lease_of.clear()
         # The local buffer was Redis's; nothing of it goes to a JOBDIR.
         self.held.clear()
@@ -563,17 +608,38 @@ class ClusterScheduler(FrontierScheduler):
         await super()._close(reason)
 
 
-    def _set_aside(self, data: bytes, reason: str, kind: str) -> None:
+    def _fingerprint_of(self, data: bytes) -> str:
+        """The hex fingerprint of a queue entry's URL, or "" when the entry is no request."""
+        try:
+            return self.df.fingerprint(decode_request(data, self.spider)).hex()
+        except UnencodableRequest:
+            return ""
+
+    async def _write_cluster_ledger(self) -> None:
+        """The whole cluster's ledger, as Redis holds it at this worker's close, into this
+        worker's stats (``ledger/*``) and so its report."""
+        try:
+            ledger = await in_thread(self.pool, self.frontier.ledger)
+        except Exception as exc:  # noqa: BLE001 - a report without its ledger, said so
+            logger.warning("Could not read the cluster's ledger from Redis (%s): this worker's report has none", exc)
+            return
+        for entry, count in ledger.items():
+            self.stats.set_value(LEDGER_PREFIX + entry, count)  # type: ignore[union-attr]
+        logger.info("The crawl report's ledger is the whole cluster's, as Redis holds it at this worker's close"
+                    " (%d URLs still waiting)", ledger[WAITING])
+
+    def _set_aside(self, data: bytes, reason: str, kind: str, fingerprint: str = "") -> None:
         """A queue entry not to crawl (not a request, or a poison pill): into the
         dead-letter list, then acknowledged (in that order, in the next round), so that no
-        worker takes it again. Counted as ``scheduler/cluster/<kind>``."""
+        worker takes it again. Counted as ``scheduler/cluster/<kind>``; its URL, when it
+        has one (``fingerprint``), ends in the ledger as ``error/<kind>``."""
         self._count(f"scheduler/cluster/{kind}")
         if self.debug or kind not in self.logged_set_aside:
             logger.error("Set aside a queue entry, to the dead letters: %s%s", reason,
                          "" if self.debug else f"; further ones are only counted (scheduler/cluster/{kind})")
             self.logged_set_aside.add(kind)
         self.dead_letters.append(dead_letter(data, reason, self.worker_name))
-        marker = _Undecodable(request_meta(data))
+        marker = _Undecodable(request_meta(data), fingerprint, ERROR + kind)
         self.lease_of[marker] = data  # type: ignore[index]
         self.given.add(marker)  # type: ignore[arg-type] # acknowledged with the next round
 
@@ -581,5 +647,7 @@ class ClusterScheduler(FrontierScheduler):
 class _Undecodable:
     """Stands for a queue entry that could not be read, acknowledged like a finished request."""
 
-    def __init__(self, meta: dict[str, Any]) -> None:
+    def __init__(self, meta: dict[str, Any], fingerprint: str, outcome: str) -> None:
         self.meta = meta
+        self.fingerprint = fingerprint  # hex, "" for an entry that is no request
+        self.outcome = outcome
