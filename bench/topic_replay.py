@@ -58,9 +58,8 @@ def read_page(corpus: Corpus, path: str) -> Page | None:
     if not file.is_file():
         return None
     root = html_root(file.read_text("utf-8", errors="replace"), ORIGIN + path)
-    links, _ = extract_links(root, base_url(root, ORIGIN + path))
     paths = []
-    for link in links:
+    for link in extract_links(root, base_url(root, ORIGIN + path)).links:
         parts = urlsplit(link.url)
         if parts.netloc == SITE and not link.nofollow:
             linked = unquote(parts.path).lstrip("/")

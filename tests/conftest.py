@@ -119,8 +119,9 @@ def crawl(tmp_path: Path) -> Any:
         command = crawl_command(seeds, depth, {"DOWNLOAD_DELAY": 0, **(settings or {})}, **arguments)
         done = run_project(command, workdir, timeout)
         result = CrawlResult(done.returncode, done.stdout, done.stderr, workdir)
-        # Every crawl of the suite that ran keeps a ledger that adds up; distributed
-        # crawls keep none (a URL's copies are spread over the workers).
+        # Every crawl of the suite that ran keeps a ledger that adds up; a distributed
+        # crawl's is the whole cluster's, checked once its workers have all ended
+        # (tests/test_cluster.py, finish).
         if done.returncode == 0 and (workdir / "stats.json").exists() and "REDIS_URL" not in (settings or {}):
             assert_ledger(result.stats)
         return result

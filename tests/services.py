@@ -205,8 +205,9 @@ class PrivateRedis:
     def ca(self) -> Path:
         return self.root / "cert.pem"
 
-    def url(self, password: str | None = None, *, tls: bool = False, host: str = "127.0.0.1") -> str:
-        credentials = f":{password}@" if password else ""
+    def url(self, password: str | None = None, *, tls: bool = False, host: str = "127.0.0.1",
+            user: str | None = None) -> str:
+        credentials = f"{user or ''}:{password}@" if password else ""
         if tls:
             return f"rediss://{credentials}127.0.0.1:{self.tls_port}/0?ssl_cert_reqs=required&ssl_ca_certs={self.ca}"
         return f"redis://{credentials}{host}:{self.port}/0"

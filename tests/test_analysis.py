@@ -22,6 +22,7 @@ from topicspider.runner import crawl_command, project_env
 from topicspider.topic.lexicon import keywords_lexicon
 from topicspider.topic.score import LexiconTopic as Topic
 from topicspider.topic.segment import Segmenter
+from topicspider.urls import URLRules, parse_url_filter
 
 SITE = "example.cn"
 URL = "http://www.example.cn/a/page.html"
@@ -80,6 +81,15 @@ def test_session_ids_are_stripped_and_traps_left_with_their_reason() -> None:
     nofollow = page_html("t", "x", ["d.html?sid=7"]).replace('<a href=', '<a rel="nofollow" href=')
     assert analyse_page(page(nofollow), PageRules()).dropped == [(url_fingerprint("http://www.example.cn/a/d.html"),
                                                                   "nofollow")]
+
+
+def test_links_the_users_rules_refuse_are_left_as_filtered() -> None:
+    rules = PageRules(url_rules=URLRules(url_filter=parse_url_filter("-/private/\n+.")))
+    analysis = analyse_page(page(page_html("t", "x", ["private/b.html", "c.html", "/private/"])), rules)
+    assert analysis.links == [Link("http://www.example.cn/a/c.html")]
+    assert analysis.dropped == [(url_fingerprint("http://www.example.cn/a/private/b.html"), "filter"),
+                                (url_fingerprint("http://www.example.cn/private/"), "filter")]
+    assert analysis.counts["links/dropped/url_filter"] == 2
 
 
 def test_a_url_linked_nofollow_then_plainly_on_one_page_is_followed() -> None:
@@ -254,3 +264,18 @@ def test_page_analysis_processes_end_when_the_crawl_is_killed(tmp_path, serve) -
     finally:
         for pid in filter(running, workers):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_the_email_search_reads_at_most_its_cap_of_the_text() -> None:
+    html = page_html("t", "开头 first@example.cn " + "字" * 5000 + " late@example.cn", [])
+    searched = analyse_page(page(html), PageRules(email_max_chars=1000))
+    assert searched.emails == ["first@example.cn"] and searched.counts["extract/email_text_truncated"] == 1
+    whole = analyse_page(page(html), PageRules())
+    assert whole.emails == ["first@example.cn", "late@example.cn"] and not whole.counts["extract/email_text_truncated"]
+
+
+def test_links_past_the_page_budget_are_counted_not_read() -> None:
+    html = page_html("t", "x", [f"p{n}.html" for n in range(30)])
+    analysis = analyse_page(page(html), PageRules(max_links=10))
+    assert [link.url for link in analysis.links] == [f"http://www.example.cn/a/p{n}.html" for n in range(10)]
+    assert analysis.counts["links/dropped/page_budget"] == 20

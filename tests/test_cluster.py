@@ -657,13 +657,21 @@ def _stored_urls(workdir: Path) -> list[str]:
         return [url for (url,) in connection.execute("SELECT url FROM pages")]
 
 
-@pytest.mark.parametrize("given", ["url", "params", "env"])
+@pytest.mark.parametrize("given", ["url", "params", "env", "acl_user"])
 def test_redis_with_a_password_over_tls_and_the_password_shown_nowhere(tmp_path, serve, private_redis, given):
+    """``acl_user``: a user of Redis 6's ACLs, with a password of its own, in the URL."""
     generate_site(tmp_path / "site", 5, 2)
     site = serve(tmp_path / "site")
-    secret = private_redis.password
-    settings: dict[str, Any] = {**WORKER_SETTINGS, "REDIS_URL": private_redis.url(secret if given == "url" else None,
-                                                                                  tls=True)}
+    secret, user = private_redis.password, None
+    if given == "acl_user":
+        import redis
+
+        secret, user = f"acl-{os.urandom(6).hex()}", "crawler"
+        admin = redis.Redis.from_url(private_redis.url(private_redis.password))
+        admin.execute_command("ACL", "SETUSER", user, "on", f">{secret}", "~*", "&*", "+@all")
+        admin.close()
+    url = private_redis.url(secret if given in ("url", "acl_user") else None, tls=True, user=user)
+    settings: dict[str, Any] = {**WORKER_SETTINGS, "REDIS_URL": url}
     if given == "params":
         settings["REDIS_PARAMS"] = json.dumps({"password": secret})
     env = {**project_env(), **({"REDIS_PASSWORD": secret} if given == "env" else {})}

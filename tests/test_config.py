@@ -59,3 +59,27 @@ def test_typed_settings() -> None:
         get_bool(settings, "BAD")
     with pytest.raises(ConfigError, match="MISSING must be an integer, got None"):
         get_int(settings, "MISSING", minimum=0)
+
+
+def test_url_filter_file_is_read_at_start_and_a_bad_one_named(tmp_path: Path) -> None:
+    from scrapy.settings import Settings
+
+    from topicspider import settings as defaults
+    from topicspider.config import url_rules_from
+
+    def rules_of(path: str) -> object:
+        settings = Settings()
+        settings.setmodule(defaults)
+        settings.set("URL_FILTER_FILE", path)
+        return url_rules_from(settings).url_filter
+
+    rules = tmp_path / "regex-urlfilter.txt"
+    rules.write_text("-\\.php\n+.\n")
+    url_filter = rules_of(str(rules))
+    assert url_filter is not None and not url_filter.accepts("http://a.cn/x.php") and url_filter.accepts("http://a.cn/")
+    for text, message in (("docs\n", "line 1: expected"), ("+(\n", "line 1: bad regular expression")):
+        rules.write_text(text)
+        with pytest.raises(ConfigError, match=f"URL_FILTER_FILE '{rules}': {message}"):
+            rules_of(str(rules))
+    with pytest.raises(ConfigError, match="URL_FILTER_FILE '/nonexistent/rules.txt'"):
+        rules_of("/nonexistent/rules.txt")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -167,6 +168,22 @@ def test_only_html_responses_are_parsed(tmp_path, serve, crawl):
     assert result.stats["pages/not_html"] == 1
 
 
+def test_binary_bodies_labelled_html_are_not_parsed_as_pages(tmp_path, serve, crawl):
+    """Regression: an image or a gzipped body sent as text/html was stored as junk text."""
+    root = tmp_path / "site"
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
+    write(root / "index.html", page_html("Home", "", ["/image.html", "/packed.html", "/page.html"]))
+    write(root / "image.html", png, "Content-Type: text/html")
+    write(root / "packed.html", gzip.compress(page_html("Packed", "text " * 200, []).encode()), "Content-Type: text/html")
+    write(root / "page.html", page_html("Page", "a stray \x01 control character", []), "Content-Type: text/html")
+    site = serve(root)
+
+    result = crawl(site.url + "/")
+
+    assert set(result.pages()) == {site.url + "/", site.url + "/page.html"}
+    assert result.stats["pages/binary"] == 2 and result.stats["pages/not_html"] == 2
+
+
 def test_rerun_updates_rows_without_duplicating(tmp_path, serve, crawl):
     root = tmp_path / "site"
     write(root / "index.html", page_html("First", "mail a@example.com", ["/b.html"]))
@@ -233,7 +250,9 @@ def test_a_page_that_fails_to_parse_does_not_stop_the_crawl(tmp_path, serve, cra
     stored = result.pages()
     assert stored[site.url + "/badbase.html"] == "Bad base"
     assert stored[site.url + "/good.html"] == "Good"  # resolved against the page URL
-    assert site.url + "/bad.html" in stored and site.url + "/empty.html" in stored
+    assert site.url + "/empty.html" in stored
+    # Every byte value, labelled HTML: binary data, so no page (pages/binary), no error.
+    assert site.url + "/bad.html" not in stored and result.stats["pages/binary"] == 1
     assert result.stats["links/dropped/malformed"] >= 2
     assert result.report["errors"] == 0
 
@@ -459,3 +478,14 @@ def test_a_redirect_loop_is_an_error_with_its_reason(tmp_path, serve, crawl):
     assert set(result.pages()) == {f"{site.url}/"}
     assert result.stats["fetch/errors/RedirectLoop"] == 2 and result.report["errors"] == 2
     assert result.stderr.count(": redirect loop (") == 2  # "Could not fetch URL: redirect loop (...)"
+
+
+def test_the_memory_guard_stops_the_crawl_with_its_reason_and_exit_status_1(tmp_path, serve, crawl):
+    generate_site(tmp_path / "site", 5, 2)
+    site = serve(tmp_path / "site")
+    over = crawl(site.url + "/", settings={"MEMUSAGE_LIMIT_MB": 1})  # any process is over 1 MB
+    assert over.returncode == 1, over.stderr[-2000:]
+    assert over.stats["finish_reason"] == "memusage_exceeded"
+    bad = crawl(site.url + "/", settings={"MEMUSAGE_LIMIT_MB": -1})
+    errors = [line for line in bad.stderr.splitlines() if "error" in line.lower()]
+    assert bad.returncode == 2 and len(errors) == 1 and "MEMUSAGE_LIMIT_MB" in errors[0], bad.stderr[-2000:]

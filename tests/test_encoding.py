@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from scrapy.http import HtmlResponse
 
-from topicspider.encoding import better_encoding, guess_encoding
+from topicspider.encoding import better_encoding, guess_encoding, looks_binary
 from topicspider.extract import extract_title
 
 FIXTURES = Path(__file__).parent / "fixtures" / "encodings"
@@ -100,3 +100,17 @@ def test_contradicted_declarations(content_type: str, meta: str, body_encoding: 
     chosen = better_encoding(body, content_type)
     assert chosen is not None
     assert extract_title(response.replace(encoding=chosen).selector.root) == "新闻中心"
+
+
+@pytest.mark.parametrize(("body", "declared", "binary"), [
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", None, True),
+    (b"\x1f\x8b\x08\x00" + bytes(range(1, 200)), None, True),  # gzip, no NUL after its header
+    (bytes(range(0x80, 0x100)) * 8 + b"\x01\x02\x03\x04\x05\x06", None, False),  # a few controls in 1 KB
+    (b"<html><body>\xe4\xbd\xa0\xe5\xa5\xbd\x01</body></html>", None, True),  # over 1 % in a short body
+    ("<html>你好</html>".encode("utf-16"), None, False),  # BOM
+    ("<html>你好</html>".encode("utf-16-le"), "UTF-16LE", False),  # declared
+    ("<html>日本語</html>".encode("iso2022_jp"), None, False),  # ESC is text
+    (b"<html>\t\n\r\x0c plain</html>", None, False),
+])
+def test_binary_bodies_are_told_from_text(body: bytes, declared: str | None, binary: bool) -> None:
+    assert looks_binary(body, declared) is binary

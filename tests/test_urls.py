@@ -6,7 +6,7 @@ import pytest
 
 from topicspider.urls import (
     BadURL, URLRules, canonical_url, has_public_suffix, holds_url_password, mask_url, non_page_reason, request_url,
-    site_of, strip_session_ids, trap_reason, url_pattern,
+    parse_url_filter, site_of, strip_session_ids, trap_reason, url_pattern,
 )
 
 
@@ -168,3 +168,24 @@ def test_session_ids_are_stripped_and_nothing_else(url, stripped) -> None:
 ])
 def test_crawler_traps_are_recognised(url, reason) -> None:
     assert trap_reason(url, URLRules()) == reason
+
+
+def test_the_users_url_filter_reads_as_nutchs_regex_urlfilter() -> None:
+    rules = parse_url_filter("# skip calendars and print views, keep the docs\n\n-/calendar/\n-[?&]print=1\n"
+                             "+^https?://docs\\.example\\.cn/\n")
+    assert rules.accepts("http://docs.example.cn/guide/a.html")
+    assert not rules.accepts("http://docs.example.cn/calendar/2026/")  # the first match decides
+    assert not rules.accepts("http://docs.example.cn/a?x=1&print=1")
+    assert not rules.accepts("http://www.example.cn/")  # no line matches: refused
+    assert parse_url_filter("-\\.pdf$\n+.").accepts("http://a.cn/x.html")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("docs/\n", "line 1: expected '\\+REGEX' or '-REGEX'"),
+    ("+ok\n-(unclosed\n", "line 2: bad regular expression"),
+    ("# only comments\n\n", "no rules"),
+    ("+\n", "line 1: expected"),
+])
+def test_a_bad_url_filter_names_its_line(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_url_filter(text)

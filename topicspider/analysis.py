@@ -16,7 +16,7 @@ from time import perf_counter
 from w3lib.encoding import html_to_unicode
 
 from topicspider.extract import (
-    RawLink, base_url, extract_blocks, extract_emails, extract_links, extract_title, html_root, join_blocks, truncate,
+    RawLink, base_url, extract_blocks, extract_emails, extract_links, extract_title, join_blocks, parse_html, truncate,
 )
 from topicspider.fingerprint import identity_digest
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
@@ -35,7 +35,8 @@ PRIORITY_SCALE = 1000
 ANCHORS_SCORED_PER_PAGE = 500
 # Why a page's link is not requested, in the crawl's ledger (topicspider.ledger).
 NOT_A_PAGE, NOFOLLOW_LINK, OFFSITE, TOO_DEEP, TRAP = "not_a_page", "nofollow", "offsite", "too_deep", "trap"
-DROPPED_LINK_REASONS = (NOT_A_PAGE, NOFOLLOW_LINK, OFFSITE, TOO_DEEP, TRAP)
+FILTERED = "filter"  # refused by the user's rules (URL_FILTER_FILE), as a blocked pattern is
+DROPPED_LINK_REASONS = (NOT_A_PAGE, NOFOLLOW_LINK, OFFSITE, TOO_DEEP, TRAP, FILTERED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,8 @@ class PageRules:
     strip_trailing_slash: bool = True
     url_rules: URLRules = URLRules()
     text_max_chars: int = 200_000
+    email_max_chars: int = 1_000_000  # of the whole text, searched for addresses
+    max_links: int = 1000  # links of a page read, in page order
     obey_meta_robots: bool = True
     obey_rel_nofollow: bool = True
     robots_token: str = "topicspider"
@@ -107,16 +110,19 @@ class PageAnalysis:
 def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
     # What Scrapy's TextResponse.text does with the response's encoding.
     text = html_to_unicode(f"charset={page.encoding}", page.body)[1]
-    root = html_root(text, page.url)
+    root, too_deep = parse_html(text, page.url)
     counts: Counter[str] = Counter()
+    counts["extract/deep_markup"] += too_deep
     directives = _robots_directives(root, page.robots_headers, rules)
     blocks = extract_blocks(root)
     full_text = join_blocks(blocks)
     body_text, text_cut = truncate(full_text, rules.text_max_chars)
     title, title_cut = truncate(extract_title(root), TITLE_MAX_CHARS)
+    searched, search_cut = truncate(full_text, rules.email_max_chars)
     counts["extract/text_truncated"] += text_cut
     counts["extract/title_truncated"] += title_cut
-    analysis = PageAnalysis(title, body_text, extract_emails(root, full_text), NOINDEX in directives, None, None, [], counts)
+    counts["extract/email_text_truncated"] += search_cut
+    analysis = PageAnalysis(title, body_text, extract_emails(root, searched), NOINDEX in directives, None, None, [], counts)
     if rules.keep_blocks:
         analysis.blocks = blocks
     if rules.count_terms is not None:
@@ -135,9 +141,10 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
     elif page.depth > 0 and not rules.follow_all and analysis.relevant is False:
         counts["topic/links_not_followed"] += 1
     else:
-        links, malformed = extract_links(root, base_url(root, page.url))
-        counts["links/dropped/malformed"] += malformed
-        analysis.links = _links_to_follow(links, page, rules, analysis.relevance, counts, analysis.dropped)
+        found = extract_links(root, base_url(root, page.url), rules.max_links)
+        counts["links/dropped/malformed"] += found.malformed
+        counts["links/dropped/page_budget"] += found.unread
+        analysis.links = _links_to_follow(found.links, page, rules, analysis.relevance, counts, analysis.dropped)
     analysis.counts = +counts  # the zeros dropped
     return analysis
 
@@ -199,6 +206,10 @@ def _links_to_follow(
         if trap := trap_reason(url, url_rules):
             counts[f"links/dropped/{trap}"] += 1
             dropped.append((identity_digest(identity), TRAP))
+            continue
+        if url_rules.url_filter is not None and not url_rules.url_filter.accepts(url):
+            counts["links/dropped/url_filter"] += 1
+            dropped.append((identity_digest(identity), FILTERED))
             continue
         if page.depth >= rules.max_depth:
             counts["links/too_deep"] += 1

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from topicspider.urls import BadURL, URLRules, request_url
+from topicspider.urls import BadURL, URLFilter, URLRules, parse_url_filter, request_url
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -23,11 +23,15 @@ N = TypeVar("N", int, float)
 # components read them through the getters below, and preflight checks them all.
 INT_SETTINGS: dict[str, int] = {
     "EXTRACT_TEXT_MAX_CHARS": 1,
+    "EXTRACT_EMAIL_MAX_CHARS": 1,
+    "EXTRACT_MAX_LINKS": 0,
     "STORAGE_BATCH_SIZE": 1,
     "STORAGE_RETRY_TIMES": 0,
     "ROBOTSTXT_RETRY_TIMES": 0,
     "ROBOTSTXT_MAX_SIZE": 1,
     "BACKOFF_MAX_RETRIES": 0,
+    "MEMUSAGE_LIMIT_MB": 0,
+    "MEMUSAGE_WARNING_MB": 0,
     "SCHEDULER_MAX_HELD": 1,
     "DUPEFILTER_LRU_CAPACITY": 1,
     "DUPEFILTER_FLUSH_SIZE": 1,
@@ -168,15 +172,26 @@ def get_bool(settings: BaseSettings, name: str) -> bool:
 
 
 def url_rules_from(settings: BaseSettings) -> URLRules:
-    """The links' normaliser and trap filters, from ``URL_SESSION_PARAMETERS``,
-    ``URLLENGTH_LIMIT``, ``URL_MAX_PATH_SEGMENTS`` and ``URL_MAX_PATH_REPEATS``."""
+    """The links' normaliser and filters, from ``URL_SESSION_PARAMETERS``,
+    ``URLLENGTH_LIMIT``, ``URL_MAX_PATH_SEGMENTS``, ``URL_MAX_PATH_REPEATS`` and
+    ``URL_FILTER_FILE``."""
     names = settings.getlist("URL_SESSION_PARAMETERS")
     for name in names:
         if not PARAMETER_NAME.fullmatch(name):
             raise ConfigError(f"URL_SESSION_PARAMETERS: {name!r} is not a URL parameter name")
     limit = get_int(settings, "URLLENGTH_LIMIT")
     return URLRules(frozenset(name.lower() for name in names), limit or sys.maxsize,
-                    get_int(settings, "URL_MAX_PATH_SEGMENTS"), get_int(settings, "URL_MAX_PATH_REPEATS"))
+                    get_int(settings, "URL_MAX_PATH_SEGMENTS"), get_int(settings, "URL_MAX_PATH_REPEATS"),
+                    _url_filter(settings.get("URL_FILTER_FILE") or ""))
+
+
+def _url_filter(path: str) -> URLFilter | None:
+    if not path:
+        return None
+    try:
+        return parse_url_filter(Path(path).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"URL_FILTER_FILE {path!r}: {exc}") from None
 
 
 PARAMETER_NAME = re.compile(r"[A-Za-z0-9_.~-]{1,100}")

@@ -1,6 +1,7 @@
 """The ledger's URLs discovered and never queued: the links a page's analysis left
 (:data:`topicspider.analysis.DROPPED_LINK_REASONS`: ``offsite``, ``too_deep``,
-``nofollow``, ``not_a_page``, ``trap``), each URL counted once, for the reason it was first left.
+``nofollow``, ``not_a_page``, ``trap``, ``filter``), each URL counted once, for the reason it
+was first left.
 
 Kept by :class:`topicspider.scheduler.FrontierScheduler` whenever it keeps the ledger
 (in distributed mode, Redis counts the links, :mod:`topicspider.cluster.frontier`), from

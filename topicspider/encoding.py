@@ -11,6 +11,7 @@ the encodings a Chinese or Western page is likely to be in.
 from __future__ import annotations
 
 import codecs
+import re
 
 from charset_normalizer import from_bytes
 from w3lib.encoding import (
@@ -36,11 +37,65 @@ SINGLE_BYTE = frozenset({"cp1252", "latin-1", "iso8859-1", "ascii", "windows-125
 
 
 def guess_encoding(body: bytes) -> str | None:
-    """The encoding a body is most likely in: UTF-8 whenever it decodes as such."""
+    """The encoding a body is most likely in: UTF-8 whenever it decodes as such. A
+    single-byte choice of the detector loses to a Chinese reading of the same bytes
+    that the page's ``lang`` asks for or that reads as Chinese (:func:`chinese_reading`):
+    a Chinese title over an English body has too few non-ASCII bytes for the detector."""
     if _decodes(body, "utf-8"):
         return "utf-8"
     match = from_bytes(body, cp_isolation=CANDIDATES).best()
-    return resolve_encoding(match.encoding) if match is not None else None
+    guessed = resolve_encoding(match.encoding) if match is not None else None
+    if guessed is None or guessed in SINGLE_BYTE:
+        return chinese_reading(body) or guessed
+    return guessed
+
+
+# GB18030 first, as it wins a tie: GBK text read as Big5 is often all Han characters
+# too, while Big5 text read as GB18030 turns into symbols, kana and private-use ones.
+CHINESE_CODECS = ("gb18030", "big5hkscs")
+# <html lang="zh-TW">, in the first bytes of the page.
+_HTML_LANG = re.compile(rb"<html\b[^>]*?\blang\s*=\s*[\"']?zh(?:[-_]([a-z]{2,4}))?", re.IGNORECASE)
+_TRADITIONAL = frozenset({b"tw", b"hk", b"mo", b"hant"})
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# A reading is Chinese when nearly all its non-ASCII characters are Han characters in
+# words of two or more: a Western page read as GB18030 or Big5 turns each accented
+# letter and the letter after it into one Han character, alone among Latin letters.
+MIN_HAN_SHARE = 0.9
+
+
+def chinese_reading(body: bytes) -> str | None:
+    """Big5 (HKSCS) or GB18030, when the body decodes as it and reads as Chinese: the
+    one its ``<html lang="zh-…">`` region names (TW, HK, MO, Hant: Big5), else the one
+    whose text has the more Han characters in words of two or more; None otherwise."""
+    readings = {codec: text for codec in CHINESE_CODECS if (text := _decoded(body, codec)) is not None}
+    if not readings:
+        return None
+    lang = _HTML_LANG.search(body[:4096])
+    if lang is not None:
+        region = (lang.group(1) or b"").lower()
+        wanted = "big5hkscs" if region in _TRADITIONAL else "gb18030" if region else None
+        if wanted in readings:
+            return wanted
+    scores = {codec: _han_in_words(text) for codec, text in readings.items()}
+    best = max(scores, key=lambda codec: scores[codec])
+    return best if scores[best] >= MIN_HAN_SHARE or lang is not None else None
+
+
+def _decoded(body: bytes, codec: str) -> str | None:
+    try:
+        return body.decode(codec)
+    except UnicodeDecodeError:
+        return None
+
+
+def _han_in_words(text: str) -> float:
+    """The share of the non-ASCII characters of ``text`` that are Han characters in runs
+    of two or more."""
+    non_ascii = len(_NON_ASCII.findall(text))
+    if not non_ascii:
+        return 0.0
+    return sum(len(run) for run in _HAN.findall(text) if len(run) > 1) / non_ascii
 
 
 def better_encoding(body: bytes, content_type: str | None) -> str | None:
@@ -70,3 +125,26 @@ def better_encoding(body: bytes, content_type: str | None) -> str | None:
 
 def _resolved(encoding: str | None) -> str | None:
     return resolve_encoding(encoding) if encoding else None
+
+
+# The bytes the WHATWG MIME Sniffing Standard calls binary data bytes (ESC, which
+# ISO-2022 text uses, is not one), and how far it reads a body to tell.
+BINARY_BYTES = frozenset([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
+SNIFF_BYTES = 1445
+# A share of binary data bytes above this marks a body as binary even without a NUL:
+# text pages hold a stray control character at most.
+BINARY_SHARE = 0.01
+UTF_16_32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def looks_binary(body: bytes, declared: str | None = None) -> bool:
+    """Whether ``body`` is binary data (an image, an archive, a compressed body sent as
+    is) rather than text, whatever its Content-Type says: a NUL byte, or more than
+    :data:`BINARY_SHARE` binary data bytes, among its first :data:`SNIFF_BYTES`. UTF-16
+    and UTF-32 text, which holds NULs, is told by its BOM or its ``declared`` charset."""
+    if body.startswith(UTF_16_32_BOMS) or (declared or "").lower().replace("-", "").startswith(("utf16", "utf32")):
+        return False
+    sample = body[:SNIFF_BYTES]
+    if b"\x00" in sample:
+        return True
+    return sum(byte in BINARY_BYTES for byte in sample) > BINARY_SHARE * len(sample)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import copy
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import unquote, urljoin
 
 from lxml import etree
-from lxml.html import HtmlElement
-from parsel import Selector
+from lxml.html import HtmlElement, HTMLParser
 
 from topicspider.urls import has_public_suffix
 
@@ -56,11 +56,38 @@ EMAIL_HINT = re.compile(
 
 
 def html_root(text: str, url: str) -> HtmlElement:
-    """The page's lxml tree. Not Scrapy's ``response.selector``: it resolves
-    ``<base href>`` eagerly, and a malformed one ("http://[oops") would raise and lose
-    the page (:func:`base_url` reads it safely)."""
-    root: HtmlElement = Selector(text=text, type="html", base_url=url).root
-    return root
+    """The page's lxml tree (see :func:`parse_html`)."""
+    return parse_html(text, url)[0]
+
+
+# The tags of the elements that do not carry a link, a title or metadata: what nests.
+NESTING_TAG = re.compile(
+    r"</?(?!(?:a|area|frame|iframe|title|head|body|html|meta|base|link|script|style|br|img)\b)[a-z][^>]*>",
+    re.IGNORECASE)
+
+
+def parse_html(text: str, url: str) -> tuple[HtmlElement, bool]:
+    """The page's lxml tree, and whether its markup nested too deep to be read as it
+    stands. Not Scrapy's ``response.selector``: it resolves ``<base href>`` eagerly, and a
+    malformed one ("http://[oops") would raise and lose the page (:func:`base_url` reads
+    it safely). libxml2 stops reading a page at 2048 nested elements (even with
+    ``huge_tree``), losing all that follows: such a page is read again without the tags
+    that nest (``div``, ``span``, ``table``...), so its text and links stay, in one block."""
+    root, too_deep = _parse(text, url)
+    if too_deep:
+        root, _ = _parse(NESTING_TAG.sub(" ", text), url)
+    return root, too_deep
+
+
+def _parse(text: str, url: str) -> tuple[HtmlElement, bool]:
+    # As parsel builds a Selector's root, keeping the parser to read its errors.
+    body = text.strip().replace("\x00", "").encode("utf-8") or b"<html/>"
+    parser = HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
+    root = etree.fromstring(body, parser=parser, base_url=url)
+    if root is None:
+        root = etree.fromstring(b"<html/>", parser=parser, base_url=url)
+    too_deep = any(error.type_name == "ERR_RESOURCE_LIMIT" and "depth" in error.message for error in parser.error_log)
+    return root, too_deep
 
 
 def normalize_space(text: str) -> str:
@@ -162,7 +189,11 @@ def _around_hints(text: str) -> str:
     for match in EMAIL_HINT.finditer(text):
         start, end = max(0, match.start() - HINT_WINDOW), match.end() + HINT_WINDOW
         # Never start inside a word: "…xyz@a.cn" must not become the address "yz@a.cn".
-        while start > 0 and not text[start - 1].isspace():
+        # The walk back stops where the span before ends, since it joins that span
+        # there anyway: no character is walked twice, and a text of many at signs and
+        # no spaces (Chinese has none) costs linear time, not quadratic.
+        floor = spans[-1][1] if spans else 0
+        while start > floor and not text[start - 1].isspace():
             start -= 1
         if spans and start <= spans[-1][1]:
             spans[-1][1] = end
@@ -213,7 +244,7 @@ class RawLink:
     nofollow: bool
 
 
-LINK_XPATH = "//a[@href] | //area[@href] | //frame[@src] | //iframe[@src]"
+LINK_TAGS = {"a": "href", "area": "href", "frame": "src", "iframe": "src"}
 
 
 def base_url(root: HtmlElement, page_url: str) -> str:
@@ -229,12 +260,28 @@ def base_url(root: HtmlElement, page_url: str) -> str:
     return page_url
 
 
-def extract_links(root: HtmlElement, base: str) -> tuple[list[RawLink], int]:
-    """Every ``a``/``area`` href and ``frame``/``iframe`` src, resolved against ``base``
-    (see :func:`base_url`), and how many could not be resolved."""
-    links, malformed = [], 0
-    for element in root.xpath(LINK_XPATH):
-        target = (element.get("href") or element.get("src") or "").strip()
+@dataclass(frozen=True, slots=True)
+class PageLinks:
+    links: list[RawLink]
+    malformed: int  # links whose URL could not be resolved
+    unread: int  # links past the first ``limit``, in page order: never looked at
+
+
+def extract_links(root: HtmlElement, base: str, limit: int = sys.maxsize) -> PageLinks:
+    """The first ``limit`` ``a``/``area`` hrefs and ``frame``/``iframe`` srcs of the page,
+    in page order, resolved against ``base`` (see :func:`base_url`); the others only
+    counted, so that a page of a million links costs what ``limit`` of them cost."""
+    links: list[RawLink] = []
+    malformed = read = unread = 0
+    for element in root.iter(*LINK_TAGS):
+        target = element.get(LINK_TAGS[element.tag])
+        if target is None:
+            continue
+        if read >= limit:
+            unread += 1
+            continue
+        read += 1
+        target = target.strip()
         if not target or target.startswith("#"):
             continue
         rel = (element.get("rel") or "").lower().split()
@@ -244,4 +291,4 @@ def extract_links(root: HtmlElement, base: str) -> tuple[list[RawLink], int]:
             malformed += 1
             continue
         links.append(RawLink(url, normalize_space(element.text_content())[:200], "nofollow" in rel))
-    return links, malformed
+    return PageLinks(links, malformed, unread)

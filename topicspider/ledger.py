@@ -10,8 +10,8 @@ close as ``ledger/<entry>``, and printed in the crawl report:
 *queued*: URLs the crawl requested (seeds, followed links, redirect targets);
 *not queued*: the other web URLs found as links, once each
 (:mod:`topicspider.discovery`), dropped as ``offsite``, ``too_deep``, ``nofollow``
-(``rel="nofollow"``), ``not_a_page`` (a file by its extension) or ``trap`` (see
-:func:`topicspider.urls.trap_reason`);
+(``rel="nofollow"``), ``not_a_page`` (a file by its extension), ``trap`` (see
+:func:`topicspider.urls.trap_reason`) or ``filter`` (the user's rules, ``URL_FILTER_FILE``);
 *done*: fetched and handled (stored, or a redirect, a ``noindex`` page, or, with no
 topic, a page that is not HTML);
 *error*: failed for good (``http_404``, ``TimeoutError``, ``robots_unreachable``...);

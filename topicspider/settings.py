@@ -27,6 +27,10 @@ DOWNLOAD_TIMEOUT = 30
 # A hostile or broken page must not exhaust memory.
 DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
+# Scrapy's MemoryUsage extension: the crawler process stops at this many MB of RSS (and
+# warns earlier), finish reason memusage_exceeded, exit status 1.
+MEMUSAGE_LIMIT_MB = 2048
+MEMUSAGE_WARNING_MB = 1536
 
 # Breadth-first: lower priority per level, first in first out within a level.
 DEPTH_PRIORITY = 1
@@ -85,11 +89,14 @@ URL_STRIP_TRAILING_SLASH = True
 URL_SESSION_PARAMETERS = list(SESSION_PARAMETERS)
 URL_MAX_PATH_SEGMENTS = MAX_PATH_SEGMENTS
 URL_MAX_PATH_REPEATS = MAX_PATH_REPEATS
+URL_FILTER_FILE = ""  # the user's +REGEX / -REGEX rules, as Nutch's regex-urlfilter.txt
 SCHEDULER_LEVEL_SYNC = True
 SCHEDULER_MAX_HELD = 20_000
 DUPEFILTER_LRU_CAPACITY = 250_000  # about 190 bytes each: 47 MB
 DUPEFILTER_FLUSH_SIZE = 1000
 EXTRACT_TEXT_MAX_CHARS = 200_000
+EXTRACT_EMAIL_MAX_CHARS = 1_000_000  # of a page's text searched for e-mail addresses
+EXTRACT_MAX_LINKS = 1000  # links of a page read, in page order; the rest only counted
 ROBOTSTXT_CACHE_TTL = 86_400.0  # RFC 9309: a cached robots.txt is good for 24 hours
 ROBOTSTXT_UNREACHABLE_TTL = 600.0
 ROBOTSTXT_RETRY_TIMES = 2

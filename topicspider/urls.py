@@ -142,14 +142,47 @@ MAX_PATH_REPEATS = 2  # Heritrix's PathologicalPathDecideRule: /a/a/a/ is a trap
 
 
 @dataclass(frozen=True)
+class URLFilter:
+    """The user's URL rules, as Nutch's ``regex-urlfilter.txt`` writes them: a line
+    ``+REGEX`` accepts the URLs it matches (``re.search``), ``-REGEX`` refuses them, the
+    first line that matches decides, and a URL no line matches is refused (end the file
+    with ``+.`` to accept the rest). Blank lines and lines starting with ``#`` say nothing."""
+
+    rules: tuple[tuple[bool, re.Pattern[str]], ...]
+
+    def accepts(self, url: str) -> bool:
+        return next((accept for accept, pattern in self.rules if pattern.search(url)), False)
+
+
+def parse_url_filter(text: str) -> URLFilter:
+    """A :class:`URLFilter` from its file's ``text``; ``ValueError`` naming the first bad line."""
+    rules = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line[0] not in "+-" or len(line) == 1:
+            raise ValueError(f"line {number}: expected '+REGEX' or '-REGEX', got {line[:80]!r}")
+        try:
+            rules.append((line[0] == "+", re.compile(line[1:])))
+        except re.error as exc:
+            raise ValueError(f"line {number}: bad regular expression {line[1:80]!r}: {exc}") from None
+    if not rules:
+        raise ValueError("no rules: every URL would be refused")
+    return URLFilter(tuple(rules))
+
+
+@dataclass(frozen=True)
 class URLRules:
     """The normaliser and trap filters every link of a page goes through: session ids
-    stripped, then traps refused (``URL_*`` settings, Scrapy's ``URLLENGTH_LIMIT``)."""
+    stripped, then traps refused (``URL_*`` settings, Scrapy's ``URLLENGTH_LIMIT``),
+    then the user's rules (``URL_FILTER_FILE``)."""
 
     session_parameters: frozenset[str] = frozenset(name.lower() for name in SESSION_PARAMETERS)
     max_length: int = 2083
     max_path_segments: int = MAX_PATH_SEGMENTS
     max_path_repeats: int = MAX_PATH_REPEATS
+    url_filter: URLFilter | None = None
 
 
 def strip_session_ids(url: str, names: frozenset[str]) -> str:

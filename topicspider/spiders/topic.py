@@ -7,15 +7,16 @@
 default, only a seed or a relevant page has its links followed. Each HTML page is read by
 :func:`topicspider.analysis.analyse_page`, in a worker process of
 :mod:`topicspider.pagepool` (``PAGE_PROCESSES``). Settings it reads: ``URL_STRIP_TRAILING_SLASH``,
-``EXTRACT_TEXT_MAX_CHARS``, ``ROBOTS_META_OBEY``, ``ROBOTS_REL_NOFOLLOW_OBEY``,
+``EXTRACT_TEXT_MAX_CHARS``, ``EXTRACT_EMAIL_MAX_CHARS``, ``EXTRACT_MAX_LINKS``, ``ROBOTS_META_OBEY``, ``ROBOTS_REL_NOFOLLOW_OBEY``,
 ``TOPIC_THRESHOLD``, ``TOPIC_FOLLOW_ALL``, ``TOPIC_BEST_FIRST``, ``TOPIC_TRAIN_OUTPUT``
 and those of :mod:`topicspider.focus`. Stats: ``topic/scored``, ``topic/relevant``,
 ``topic/irrelevant``, ``topic/histogram/<lower bound>``, ``topic/threshold``,
 ``topic/links_not_followed``,
-``topic/score_seconds``, ``pages/fetched``, ``pages/not_html``,
+``topic/score_seconds``, ``pages/fetched``, ``pages/not_html``, ``pages/binary``,
 ``links/insite``, ``links/offsite``, ``links/dropped/<reason>``,
 ``robots/meta_noindex``, ``robots/meta_nofollow``, ``robots/rel_nofollow``,
-``extract/text_truncated``, ``extract/title_truncated``, ``fetch/errors/<reason>``,
+``extract/text_truncated``, ``extract/title_truncated``, ``extract/email_text_truncated``,
+``fetch/errors/<reason>``,
 ``fetch/ignored``, ``pagepool/restarts``, ``pagepool/lost``, ``seeds/from_redis``,
 ``seeds/bad_redis_message``. With ``REDIS_URL`` (distributed mode) the seeds may be left
 out: the worker then joins the shared crawl, takes seeds pushed to the Redis start-URL
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -42,12 +44,14 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
+from w3lib.encoding import http_content_type_encoding
 
 from topicspider.analysis import Page, PageAnalysis, PageRules
 from topicspider.cluster import GIVE_BACK_META, redis_url
 from topicspider.config import (
     ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds, url_rules_from,
 )
+from topicspider.encoding import looks_binary
 from topicspider.focus import (
     TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments, threshold_setting,
 )
@@ -85,10 +89,16 @@ def is_html(response: Response) -> bool:
     return header.split(b";")[0].strip().lower().decode("latin-1") in HTML_TYPES
 
 
+def is_binary(response: Response) -> bool:
+    """A body that is binary data, whatever its Content-Type says (see :func:`looks_binary`)."""
+    header = response.headers.get(b"Content-Type") or b""
+    return looks_binary(response.body, http_content_type_encoding(header.decode("latin-1")))
+
+
 class TopicSpider(scrapy.Spider):
     name = "topic"
     #: Finish reasons that make ``scrapy crawl`` exit non-zero.
-    FAILED_REASONS = frozenset({"start_error", "page_analysis_failed"})
+    FAILED_REASONS = frozenset({"start_error", "page_analysis_failed", "memusage_exceeded"})
     #: Finish reasons of bad input (a training sample or negative that cannot be read):
     #: exit status 2, as for a bad argument.
     BAD_INPUT_REASONS = frozenset({"topic_failed"})
@@ -144,6 +154,8 @@ class TopicSpider(scrapy.Spider):
             strip_trailing_slash=get_bool(settings, "URL_STRIP_TRAILING_SLASH"),
             url_rules=url_rules_from(settings),
             text_max_chars=get_int(settings, "EXTRACT_TEXT_MAX_CHARS"),
+            email_max_chars=get_int(settings, "EXTRACT_EMAIL_MAX_CHARS"),
+            max_links=get_int(settings, "EXTRACT_MAX_LINKS") or sys.maxsize,
             obey_meta_robots=get_bool(settings, "ROBOTS_META_OBEY"),
             obey_rel_nofollow=get_bool(settings, "ROBOTS_REL_NOFOLLOW_OBEY"),
             robots_token=token_from_settings(settings),
@@ -319,8 +331,11 @@ class TopicSpider(scrapy.Spider):
         if depth == 0:
             # A seed that redirects, e.g. to its www. host, defines the site it lands on.
             site = site_of(response.url)
-        if not is_html(response):
+        binary = is_binary(response)
+        if binary or not is_html(response):
             self._count("pages/not_html")
+            if binary:
+                self._count("pages/binary")
             # Not text to score: 0 against a topic, counted as any page.
             relevance = NOT_SCORED if self.topic is not None else None
             if relevance is not None:
