@@ -489,3 +489,32 @@ def test_the_memory_guard_stops_the_crawl_with_its_reason_and_exit_status_1(tmp_
     bad = crawl(site.url + "/", settings={"MEMUSAGE_LIMIT_MB": -1})
     errors = [line for line in bad.stderr.splitlines() if "error" in line.lower()]
     assert bad.returncode == 2 and len(errors) == 1 and "MEMUSAGE_LIMIT_MB" in errors[0], bad.stderr[-2000:]
+
+
+def test_redirects_to_traps_or_to_urls_the_users_rules_refuse_are_not_followed(tmp_path, serve, crawl):
+    """Regression: a redirect target skipped the trap filters and the user's rules."""
+    root = tmp_path / "site"
+    write(root / "index.html", page_html("Home", "", ["/deeper.html", "/private.html", "/ok.html"]))
+    write(root / "deeper.html", "", "Status: 302\nLocation: /rep/a/a/a/")
+    write(root / "private.html", "", "Status: 302\nLocation: /private/page.html")
+    write(root / "ok.html", "", "Status: 301\nLocation: /fine.html")
+    for path in ("rep/a/a/a/index.html", "private/page.html", "fine.html"):
+        write(root / path, page_html(path, "", []))
+    (tmp_path / "rules.txt").write_text("-/private/\n+.\n")
+    site = serve(root)
+
+    result = crawl(site.url + "/", settings={"URL_FILTER_FILE": str(tmp_path / "rules.txt")})
+
+    assert set(result.pages()) == {site.url + "/", site.url + "/fine.html"}
+    assert not {"/rep/a/a/a/", "/private/page.html"} & set(site.paths())
+    assert result.stats["links/dropped/path_repetition"] == 1 and result.stats["links/dropped/url_filter"] == 1
+    assert result.stats["ledger/dropped/trap"] == 1 and result.stats["ledger/dropped/filter"] == 1
+
+
+def test_a_site_stops_at_its_page_budget_and_the_rest_are_dropped_with_the_reason(tmp_path, serve, crawl):
+    generate_site(tmp_path / "site", 30, 3, seed=4)
+    site = serve(tmp_path / "site")
+    result = crawl(site.url + "/", depth=5, settings={"SITE_MAX_PAGES": 10})
+    assert len([path for path in site.paths() if path != "/robots.txt"]) == 10 and len(result.pages()) == 10
+    assert result.stats["budget/sites_exhausted"] == 1
+    assert result.stats["ledger/dropped/site_budget"] == result.stats["budget/dropped"] > 0

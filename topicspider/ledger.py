@@ -38,6 +38,9 @@ REFUSALS = (
     ("Forbidden by robots.txt", "robots"),
     ("Crawl-delay too long", "robots"),
     ("redirect to another site", "offsite"),
+    ("redirect to a trap", "trap"),
+    ("redirect refused by URL_FILTER_FILE", "filter"),
+    ("site budget reached", "site_budget"),
     ("blocked by pattern", "filter"),
 )
 IGNORED_PREFIX = "ignored: "

@@ -49,6 +49,8 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     # URL patterns blocked from the console, before anything else is spent on them.
     "topicspider.middlewares.block.BlockMiddleware": 30,
+    # Pages per site (SITE_MAX_PAGES), background pages served by the cache included.
+    "topicspider.middlewares.budget.SiteBudgetMiddleware": 35,
     # Nothing goes out before the topic is ready (a resumed crawl), samples aside.
     "topicspider.middlewares.topicgate.TopicGateMiddleware": 40,
     # Pages downloaded to sample the background are not downloaded again.
@@ -89,6 +91,7 @@ URL_STRIP_TRAILING_SLASH = True
 URL_SESSION_PARAMETERS = list(SESSION_PARAMETERS)
 URL_MAX_PATH_SEGMENTS = MAX_PATH_SEGMENTS
 URL_MAX_PATH_REPEATS = MAX_PATH_REPEATS
+SITE_MAX_PAGES = 0  # URLs asked for per site; 0: no budget
 URL_FILTER_FILE = ""  # the user's +REGEX / -REGEX rules, as Nutch's regex-urlfilter.txt
 SCHEDULER_LEVEL_SYNC = True
 SCHEDULER_MAX_HELD = 20_000
