@@ -130,13 +130,28 @@ def run_workers(config: Config, workers: int, hosts: list[Host], scratch: Path, 
     prefix = f"bench-cluster-{secrets.token_hex(4)}"
     settings = settings_for(config, redis_url, prefix, extra)
     skips = [len(host.requests(0)) for host in hosts]
-    processes = []
+    processes: list[tuple[Path, subprocess.Popen[bytes]]] = []
     for number in range(workers):
         workdir = scratch / config.name / f"run-{prefix}-w{number}"
         workdir.mkdir(parents=True)
         with (workdir / "stderr.txt").open("w") as err:
             processes.append((workdir, subprocess.Popen(machine(number, crawl_command("", 40, settings)), cwd=workdir,
                                                         env=project_env(), stdout=subprocess.DEVNULL, stderr=err)))
+    try:
+        wait_for_workers(processes, timeout, settings, hosts, scratch)
+    finally:  # none left behind (in a network namespace about to be deleted least of all)
+        for _, process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
+    rate = measure(config, hosts, skips)
+    forget(redis_url, prefix)
+    return rate
+
+
+def wait_for_workers(processes: list[tuple[Path, subprocess.Popen[bytes]]], timeout: float,
+                     settings: dict[str, object], hosts: list[Host], scratch: Path) -> None:
+    """Once every worker has opened, push the hosts' seeds; then wait for each to end well."""
     deadline = time.monotonic() + timeout
     for workdir, process in processes:
         while not opened(workdir / "stderr.txt"):
@@ -152,9 +167,6 @@ def run_workers(config: Config, workers: int, hosts: list[Host], scratch: Path, 
         except subprocess.TimeoutExpired:
             process.kill()
             raise BenchFailure(f"worker in {workdir} did not finish in time") from None
-    rate = measure(config, hosts, skips)
-    forget(redis_url, prefix)
-    return rate
 
 
 def forget(redis_url: str, prefix: str) -> None:

@@ -47,7 +47,10 @@ What a crawl would do, per offer, is timed (``time.perf_counter``); building the
   ``open()`` is bypassed: the store is opened directly (not timed).
 
 Time is reported split into fingerprinting, in-memory filtering, store writes and
-store look-ups. Look-ups per second = offers / timed seconds.
+store look-ups. Look-ups per second = offers / timed seconds. Last, the per-URL cost
+of the links' normaliser and filters (session ids, trap filters, a five-line
+``URL_FILTER_FILE``), which every link of a page goes through before it is
+fingerprinted, beside the cost of the canonical form itself.
 
 Memory, sampled every ``--sample-every`` distinct URLs, is reported in two ways:
 
@@ -459,6 +462,35 @@ def print_results(results: list[dict], mismatches: dict[str, tuple[int, int]], t
               f"({result['db_bytes_closed'] / result['stored']:.1f} B per URL)")
 
 
+CHAIN_URLS = 100_000
+# A user's rules as a regex-urlfilter.txt would hold them (Nutch's default file's shape).
+CHAIN_FILTER = "-^(file|ftp|mailto):\n-\\.(gif|jpg|png|ico|css|zip|gz|exe)$\n-[?*!@=]{4,}\n-.*(/[^/]+)/[^/]+\\1/[^/]+\\1/\n+.\n"
+
+
+def print_chain_cost(urls: int) -> None:
+    """What the links' normaliser and filters cost per URL (analysis.py applies them to
+    every link of a page, in the page-analysis process), beside the fingerprint's
+    canonical form, on the workload's first ``urls`` URLs with a session id added to
+    every third."""
+    from topicspider.urls import URLRules, canonical_url, parse_url_filter, strip_session_ids, trap_reason
+
+    rules = URLRules(url_filter=parse_url_filter(CHAIN_FILTER))
+    assert rules.url_filter is not None
+    links = [url_of(i) + ("&PHPSESSID=abc123" if i % 3 == 0 else "") for i in range(urls)]
+    steps = {
+        "session ids": lambda url: strip_session_ids(url, rules.session_parameters),
+        "trap filters": lambda url: trap_reason(url, rules),
+        "user rules (5 lines)": rules.url_filter.accepts,
+        "canonical form (for scale)": lambda url: canonical_url.__wrapped__(url, True),
+    }
+    print(f"\nThe links' normaliser and filters, per URL ({urls:,} URLs, a session id in every third):")
+    for name, step in steps.items():
+        started = time.perf_counter()
+        for url in links:
+            step(url)
+        print(f"  {name:<28} {(time.perf_counter() - started) / urls * 1e6:6.2f} us")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--urls", type=int, default=1_000_000, help="distinct URLs (default 1000000)")
@@ -504,6 +536,7 @@ def main() -> int:
         against_stock = sum(a != b for a, b in zip(got, verdicts["stock"])) + abs(len(got) - len(verdicts["stock"]))
         mismatches[name] = (against_truth, against_stock)
     print_results(results, mismatches, options.tracemalloc)
+    print_chain_cost(min(options.urls, CHAIN_URLS))
     bad = {name: counts for name, counts in mismatches.items() if any(counts)}
     print()
     if bad:

@@ -151,6 +151,32 @@ def test_the_cluster_ledger_counts_each_url_once_across_workers(frontier: RedisF
     assert imbalance(ledger) == 0
 
 
+def test_the_cluster_ledger_through_resent_pushes_and_acknowledgements_out_of_order(
+        frontier: RedisFrontier, redis_crawl: RedisCrawl) -> None:
+    """Regressions found in review: (1) a retry's push sent again after a Redis error,
+    while another worker held it, queued it twice and its URL never ended; (2) a URL
+    first queued by a copy that was not claimed (a retry's redirect) was not seen, so a
+    later link queued it again; (3) a retry acknowledged before the request it replaced
+    lost its outcome to that request's."""
+    a = RedisFrontier(redis_crawl.client, frontier.keys, lease=60.0, owner="a")
+    b = RedisFrontier(redis_crawl.client, frontier.keys, lease=60.0, owner="b")
+    order = queue_order(0, 0, False)
+    a.exchange(Exchange(outgoing=[entry("x")]))
+    assert a.exchange(Exchange(wanted=1)).popped == [b"x"]
+    retry = Outgoing("x", "a", order, "s|0", b"x-retry", claim=False)
+    a.exchange(Exchange(outgoing=[retry]))
+    assert b.exchange(Exchange(wanted=1)).popped == [b"x-retry"]
+    a.exchange(Exchange(outgoing=[retry]))  # (1) sent again: B holds it
+    assert a.exchange(Exchange()).queued == 0
+    b.exchange(Exchange(finished=[Ack(b"x-retry", "s|0", "x", "error/http_404")]))  # (3) before x's
+    a.exchange(Exchange(finished=[Ack(b"x", "s|0", "x", "")]))  # x handed its URL on: no outcome
+    assert a.ledger() == {"queued": 1, "error/http_404": 1, "waiting": 0}
+    redirected = Outgoing("y", "a", order, "s|0", b"y-from-a-retry", claim=False)
+    a.exchange(Exchange(outgoing=[redirected]))
+    assert b.exchange(Exchange(outgoing=[entry("y")], discovered=[("y", "offsite")])).claimed == [False]  # (2)
+    assert a.ledger() == {"queued": 2, "error/http_404": 1, "waiting": 1}
+
+
 def test_pops_go_breadth_first_and_take_hosts_in_turn(frontier: RedisFrontier) -> None:
     outgoing = [entry(f"a{i}", "a", -1) for i in range(3)] + [entry("b0", "b", -1), entry("deep", "b", -2)]
     outgoing.insert(0, entry("seed", "c", 0))
@@ -601,14 +627,20 @@ def test_three_workers_through_a_redis_restart_and_a_killed_worker(tmp_path, ser
             assert time.monotonic() < deadline and all(w.poll() is None for w in workers[:3]), served()
             time.sleep(0.01)
 
-    wait_until(20)
-    private_redis.restart()
-    wait_until(50)
-    workers[0].kill()
-    workers[0].wait(timeout=10)
-    workers.append(start(3, 0, command[1]))
-    for worker, name in zip(workers[1:], ("w1", "w2", "w3")):
-        assert worker.wait(timeout=180) == 0, (tmp_path / name / "stderr.txt").read_text()[-3000:]
+    try:
+        wait_until(20)
+        private_redis.restart()
+        wait_until(50)
+        workers[0].kill()
+        workers[0].wait(timeout=10)
+        workers.append(start(3, 0, command[1]))
+        for worker, name in zip(workers[1:], ("w1", "w2", "w3")):
+            assert worker.wait(timeout=180) == 0, (tmp_path / name / "stderr.txt").read_text()[-3000:]
+    finally:  # none left behind, in a namespace about to be deleted least of all
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(timeout=10)
 
     urls = ([url for (url,) in query(database, "SELECT url FROM pages")] if database is not None
             else [url for n in range(4) for url in _stored_urls(tmp_path / f"w{n}")])

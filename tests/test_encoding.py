@@ -103,10 +103,10 @@ def test_contradicted_declarations(content_type: str, meta: str, body_encoding: 
 
 
 @pytest.mark.parametrize(("body", "declared", "binary"), [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", None, True),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 2, None, True),
     (b"\x1f\x8b\x08\x00" + bytes(range(1, 200)), None, True),  # gzip, no NUL after its header
-    (bytes(range(0x80, 0x100)) * 8 + b"\x01\x02\x03\x04\x05\x06", None, False),  # a few controls in 1 KB
-    (b"<html><body>\xe4\xbd\xa0\xe5\xa5\xbd\x01</body></html>", None, True),  # over 1 % in a short body
+    (bytes(range(0x80, 0x100)) * 8 + b"\x00\x01\x02\x03\x04\x05\x06", None, False),  # stray ones, a NUL too
+    (b"<html><body>\xe4\xbd\xa0\xe5\xa5\xbd\x00\x01</body></html>", None, False),  # a short page's stray ones
     ("<html>你好</html>".encode("utf-16"), None, False),  # BOM
     ("<html>你好</html>".encode("utf-16-le"), "UTF-16LE", False),  # declared
     ("<html>日本語</html>".encode("iso2022_jp"), None, False),  # ESC is text

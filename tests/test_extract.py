@@ -133,11 +133,12 @@ def test_links_are_resolved_against_the_base() -> None:
         "http://example.com/dir/d.html", "http://example.com/dir/e.html", "http://example.com/dir/f.html"]
     assert [link.nofollow for link in links] == [False, False, False, True, False, False]
     assert links[3].text == "D italic"
-    # Past the limit, links are counted, never read: in page order, the 3 with a target first.
+    # Past the limit, links are counted, never read: in page order. A fragment of the page
+    # or an empty href is no link to another page, and counts for neither.
     capped = extract_links(root, "http://example.com/dir/page.html", limit=3)
     assert [link.url for link in capped.links] == ["http://example.com/dir/a.html", "http://example.com/b",
                                                    "http://example.com/dir/c.html"]
-    assert capped.unread == 6 and capped.malformed == 0
+    assert capped.unread == 4 and capped.malformed == 0
 
 
 def test_a_page_of_a_hundred_thousand_links_costs_what_its_first_thousand_cost() -> None:
@@ -201,3 +202,12 @@ def test_markup_nested_past_libxml2s_limit_keeps_its_text_and_links(depth: int) 
     assert "deep text" in join_blocks(extract_blocks(root)) and "outro" in join_blocks(extract_blocks(root))
     assert [link.url for link in extract_links(root, "http://example.com/").links] == [
         "http://example.com/first", "http://example.com/deep", "http://example.com/last"]
+
+
+def test_links_after_the_closing_html_tag_are_read_too() -> None:
+    """Regression (CI): iterating the root element lost a link written after </html>,
+    which libxml2 puts in a second root element and "//a" still finds."""
+    root = parse('<html><body><a href="/a">a</a></body></html><a rel="nofollow" href="/b">b</a>')
+    found = extract_links(root, "http://example.com/", limit=1)
+    assert [link.url for link in found.links] == ["http://example.com/a"] and found.unread == 1
+    assert [link.nofollow for link in extract_links(root, "http://example.com/").links] == [False, True]

@@ -62,7 +62,7 @@ def html_root(text: str, url: str) -> HtmlElement:
 
 # The tags of the elements that do not carry a link, a title or metadata: what nests.
 NESTING_TAG = re.compile(
-    r"</?(?!(?:a|area|frame|iframe|title|head|body|html|meta|base|link|script|style|br|img)\b)[a-z][^>]*>",
+    r"</?(?!(?:a|area|frame|iframe|title|head|body|html|meta|base|link|script|style|br|img)\b)[a-z][^<>]*>",
     re.IGNORECASE)
 
 
@@ -273,17 +273,19 @@ def extract_links(root: HtmlElement, base: str, limit: int = sys.maxsize) -> Pag
     counted, so that a page of a million links costs what ``limit`` of them cost."""
     links: list[RawLink] = []
     malformed = read = unread = 0
-    for element in root.iter(*LINK_TAGS):
+    # The whole document, as "//a" reads it: markup after </html> makes a second root.
+    tops = [*reversed(list(root.itersiblings(preceding=True))), root, *root.itersiblings()]
+    for element in (element for top in tops for element in top.iter(*LINK_TAGS)):
         target = element.get(LINK_TAGS[element.tag])
         if target is None:
             continue
+        target = target.strip()
+        if not target or target.startswith("#"):
+            continue  # no link to another page: not one of the limit's
         if read >= limit:
             unread += 1
             continue
         read += 1
-        target = target.strip()
-        if not target or target.startswith("#"):
-            continue
         rel = (element.get("rel") or "").lower().split()
         try:
             url = urljoin(base, target)

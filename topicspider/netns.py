@@ -4,10 +4,11 @@ link to a bridge where the servers (Redis, MariaDB, the sites) listen, as separa
 machines on a LAN would be. No Scrapy dependency; nothing in a crawl uses it.
 
 Needs root (or ``CAP_NET_ADMIN``) and iproute2's ``ip``; :func:`unavailable_reason` says
-why a machine cannot have one. The bridge takes a /24 of 10.0.0.0/8 chosen at random
-(``.1`` and the site addresses on the bridge, ``.101`` and up the workers), and every
-name carries a random tag, so that networks made at once (a test and a benchmark) do not
-meet. :meth:`VethNetwork.close` removes all of it; so does deleting the namespaces and
+why a machine cannot have one. The bridge takes a /24 of 198.18.0.0/15 (the range RFC
+2544 sets aside for benchmarks, so no real network is shadowed) that no route uses yet,
+chosen at random (``.1`` and the site addresses on the bridge, ``.101`` and up the
+workers), and every name carries a random tag, so that networks made at once (a test
+and a benchmark) do not meet. :meth:`VethNetwork.close` removes all of it; so does deleting the namespaces and
 the bridge by hand (``ip netns list``, ``ip link show type bridge``).
 """
 
@@ -32,6 +33,17 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def _free_subnet() -> str:
+    """A /24 of 198.18.0.0/15 (RFC 2544's benchmarking range: no real network uses it)
+    that no route of this machine touches yet, as its first three octets."""
+    routes = subprocess.run(["ip", "-4", "route", "show"], capture_output=True, text=True, timeout=30).stdout
+    for _ in range(100):
+        subnet = f"198.{18 + secrets.randbelow(2)}.{secrets.randbelow(256)}"
+        if f"{subnet}." not in routes:
+            return subnet
+    raise RuntimeError("no free /24 in 198.18.0.0/15 for a test network")
+
+
 def _ip(*arguments: str) -> None:
     done = subprocess.run(["ip", *arguments], capture_output=True, text=True, timeout=30, check=False)
     if done.returncode != 0:
@@ -46,7 +58,7 @@ class VethNetwork:
     workers: int
     sites: int = 0
     tag: str = field(default_factory=lambda: secrets.token_hex(3))
-    subnet: str = field(default_factory=lambda: f"10.{secrets.randbelow(200) + 50}.{secrets.randbelow(256)}")
+    subnet: str = field(default_factory=lambda: _free_subnet())
     made: list[tuple[str, str]] = field(default_factory=list)  # ("netns"|"link", name), to remove
 
     @property

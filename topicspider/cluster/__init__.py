@@ -139,6 +139,7 @@ class ClusterKeys:
     ledger: str  # hash: ledger entry (queued, done, error/<reason>...) -> URLs, cluster-wide
     copies: str  # hash: hex fingerprint -> copies of that URL queued or leased (retries, redirects home)
     discovered: str  # hash: hex fingerprint -> the reason a link was left, for links no worker queued
+    outcomes: str  # hash: hex fingerprint -> a copy's outcome, kept until the URL's last copy ends
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> ClusterKeys:
@@ -159,9 +160,10 @@ class ClusterKeys:
             ledger=f"{queue}:ledger",
             copies=f"{queue}:copies",
             discovered=f"{queue}:discovered",
+            outcomes=f"{queue}:outcomes",
         )
 
     def all(self) -> list[str]:
         return [self.queue, self.dupefilter, self.start_urls, self.leases, self.scores, self.ranks, self.levels,
                 self.released, self.owners, self.deliveries, self.dead_letters, self.ledger, self.copies,
-                self.discovered]
+                self.discovered, self.outcomes]

@@ -37,7 +37,8 @@ wanted) is one pipeline (two round trips: redis-py checks the script cache first
   worker at once, in the same scripts: a hash counts each URL's live copies (queued or
   leased: a retry or a redirect back to its URL is a second copy), and a URL is queued
   when its first live copy is, and ends, with the outcome its worker gives, when its last
-  copy is acknowledged by the worker whose lease it is. A link a worker will not request
+  copy is acknowledged by the worker whose lease it is (a copy that handed its URL on to
+  a retry leaves the outcome to it, whichever is acknowledged first). A link a worker will not request
   is counted once, by its first reason, unless the URL is or gets queued. What is still
   waiting is the URLs with a live copy.
 """
@@ -96,24 +97,40 @@ local function copy_queued(fingerprint, copies, ledger, discovered)
     redis.call('HINCRBY', ledger, '%(dropped)s' .. reason, -1)
   end
 end
-local function copy_ended(fingerprint, outcome, copies, ledger)
+local function copy_ended(fingerprint, outcome, copies, ledger, outcomes)
   if fingerprint == '' then return end
-  if redis.call('HINCRBY', copies, fingerprint, -1) <= 0 then
-    redis.call('HDEL', copies, fingerprint)
-    if outcome ~= '' then redis.call('HINCRBY', ledger, outcome, 1) end
+  local left = redis.call('HINCRBY', copies, fingerprint, -1)
+  if left > 0 then
+    -- Another copy is live: this one's outcome waits for it, unless that one brings its own.
+    if outcome ~= '' then redis.call('HSET', outcomes, fingerprint, outcome) end
+    return
   end
+  redis.call('HDEL', copies, fingerprint)
+  -- No copy was counted: an entry the crawl did not queue (someone else's, or from
+  -- before the ledger), in no ledger line either way.
+  if left < 0 then return end
+  if outcome == '' then outcome = redis.call('HGET', outcomes, fingerprint) or '' end
+  redis.call('HDEL', outcomes, fingerprint)
+  if outcome ~= '' then redis.call('HINCRBY', ledger, outcome, 1) end
 end
 """ % {"queued": QUEUED, "not_queued": NOT_QUEUED, "dropped": DROPPED}
 
-# KEYS: dupefilter, queue, ranks, levels, copies, ledger, discovered. ARGV: claim (1/0),
-# fingerprint, host, order, level, data, ... (a request not claimed, a dont_filter one, is
-# queued whether its fingerprint is in the set or not; an empty fingerprint keeps it out
-# of the ledger). Returns 1/0 per request.
+# KEYS: dupefilter, queue, ranks, levels, copies, ledger, discovered, leases. ARGV: claim
+# (1/0), fingerprint, host, order, level, data, ... A request not claimed (a dont_filter
+# one: a retry, a redirect back to its URL) is queued whether its URL was seen or not, and
+# its URL is seen from then on; not when the same bytes are leased already (this push
+# sent again after an error). An empty fingerprint keeps it out of the ledger. Returns
+# 1/0 per request.
 CLAIM_AND_PUSH = FUNCTIONS + LEDGER_FUNCTIONS + """
 local claimed = {}
 for i = 1, #ARGV, 6 do
   local added = 1
-  if ARGV[i] == '1' then added = redis.call('SADD', KEYS[1], ARGV[i + 1]) end
+  if ARGV[i] == '1' then
+    added = redis.call('SADD', KEYS[1], ARGV[i + 1])
+  else
+    if ARGV[i + 1] ~= '' then redis.call('SADD', KEYS[1], ARGV[i + 1]) end
+    if redis.call('ZSCORE', KEYS[8], ARGV[i + 5]) then added = 0 end
+  end
   if added == 1 then
     local order = tonumber(ARGV[i + 3])
     local rank = redis.call('HINCRBY', KEYS[3], ARGV[i + 2] .. '|' .. ARGV[i + 3], 1)
@@ -191,11 +208,13 @@ end
 return 0
 """
 
-# KEYS: queue, leases, scores, released, levels, owners, deliveries, copies, ledger. ARGV:
-# owner, then data, level, fingerprint, outcome for each request. Returns how many were
-# still this worker's: a request whose lease had run out is taken off the queue again, so
-# it is not fetched twice; one leased since by another worker is that worker's to
-# acknowledge, and to count in the ledger. The copy ends if it was leased or queued.
+# KEYS: queue, leases, scores, released, levels, owners, deliveries, copies, ledger,
+# outcomes. ARGV: owner, then data, level, fingerprint, outcome for each request (an empty
+# outcome: a copy that handed its URL on to another, a retry, whose outcome counts).
+# Returns how many were still this worker's: a request whose lease had run out is taken
+# off the queue again, so it is not fetched twice; one leased since by another worker is
+# that worker's to acknowledge, and to count in the ledger. Each copy removed, leased or
+# queued, ends.
 ACK = FUNCTIONS + LEDGER_FUNCTIONS + """
 local held = 0
 for i = 2, #ARGV, 4 do
@@ -211,7 +230,7 @@ for i = 2, #ARGV, 4 do
     local counted = queued
     if redis.call('HDEL', KEYS[4], data) == 0 then counted = counted + leased end
     count_level(KEYS[5], ARGV[i + 1], -counted)
-    if leased + queued > 0 then copy_ended(ARGV[i + 2], ARGV[i + 3], KEYS[8], KEYS[9]) end
+    for _ = 1, leased + queued do copy_ended(ARGV[i + 2], ARGV[i + 3], KEYS[8], KEYS[9], KEYS[10]) end
   end
 end
 return held
@@ -325,7 +344,7 @@ def read_dead_letter(record: bytes) -> DeadLetter:
             raise TypeError("not an object")
         entry = base64.b64decode(str(fields.get("entry", "")), validate=False)
         return DeadLetter(_number(fields.get("at")), str(fields.get("worker", ""))[:200],
-                          str(fields.get("reason", ""))[:500], int(_number(fields.get("size"))), _entry_url(entry))
+                          str(fields.get("reason", ""))[:500], int(_number(fields.get("size"))), entry_url(entry))
     except Exception:  # noqa: BLE001 - a record that is not ours is shown as such
         return DeadLetter(0.0, "", f"not a dead-letter record ({len(record)} bytes)", len(record), "")
 
@@ -338,7 +357,8 @@ def _number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
-def _entry_url(entry: bytes) -> str:
+def entry_url(entry: bytes) -> str:
+    """The URL a queue entry's JSON names, or "" (anything else: a pickle, cut JSON...)."""
     try:
         url = json.loads(entry).get("url", "")
     except Exception:  # noqa: BLE001 - a pickle, cut JSON, anything: no URL to show
@@ -392,7 +412,7 @@ class RedisFrontier:
                 claim = "1" if entry.claim and entry.fingerprint else "0"
                 arguments += [claim, entry.fingerprint, entry.host, entry.order, entry.level, entry.data]
             self._claim(keys=[keys.dupefilter, keys.queue, keys.ranks, keys.levels, keys.copies, keys.ledger,
-                              keys.discovered], args=arguments, client=pipe)
+                              keys.discovered, keys.leases], args=arguments, client=pipe)
         if work.discovered:
             links = [part for link in work.discovered for part in link]
             self._discover(keys=[keys.dupefilter, keys.discovered, keys.ledger], args=links, client=pipe)
@@ -406,7 +426,8 @@ class RedisFrontier:
             pipe.ltrim(keys.dead_letters, -DEAD_LETTERS_KEPT, -1)
         if work.finished:
             fields: list[Any] = [part for ack in work.finished for part in ack]
-            self._ack(keys=[*self._lease_keys(), keys.copies, keys.ledger], args=[self.owner, *fields], client=pipe)
+            self._ack(keys=[*self._lease_keys(), keys.copies, keys.ledger, keys.outcomes], args=[self.owner, *fields],
+                      client=pipe)
         if work.renew:
             self._renew(keys=[keys.leases, keys.owners], args=[self.lease, self.owner, *work.renew], client=pipe)
         self._pop(keys=self._lease_keys(), args=[work.wanted, self.lease, self.owner, self.max_deliveries], client=pipe)
@@ -450,7 +471,7 @@ class RedisFrontier:
     def ledger(self) -> dict[str, int]:
         """The crawl's ledger across every worker: its entries, and ``waiting`` (URLs with a
         copy still queued or leased)."""
-        pipe = self.server.pipeline(transaction=False)
+        pipe = self.server.pipeline(transaction=True)  # both read at one moment
         pipe.hgetall(self.keys.ledger)
         pipe.hlen(self.keys.copies)
         entries, waiting = pipe.execute()

@@ -53,6 +53,7 @@ import socket
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import deferred_from_coro
@@ -74,6 +75,7 @@ from topicspider.cluster.frontier import (
     Outgoing,
     RedisFrontier,
     dead_letter,
+    entry_url,
     level_field,
     queue_order,
 )
@@ -89,7 +91,7 @@ from topicspider.scheduler import STORAGE_PIPELINE, FrontierScheduler, finished_
 from topicspider.signals import fetch_failed, host_booked, links_dropped, pages_durable
 
 if TYPE_CHECKING:
-    from scrapy import Request, Spider
+    from scrapy import Spider
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
@@ -129,7 +131,7 @@ class ClusterScheduler(FrontierScheduler):
         # No automatic retries: a pipeline run twice would lease a batch to nobody.
         self.server = connect(settings, retries=False)
         self.pool = thread_pool("topicspider-cluster")
-        self.outgoing: list[tuple[Outgoing, bytes | None, Request]] = []
+        self.outgoing: list[tuple[Outgoing, bytes, Request]] = []
         self.claiming: set[bytes] = set()  # fingerprints in outgoing
         self.lease_of: dict[Request, bytes] = {}  # leased requests held here -> their queue entry
         self.given: set[Request] = set()  # leased requests handed to the engine, not finished
@@ -177,6 +179,7 @@ class ClusterScheduler(FrontierScheduler):
         # The cluster's ledger, in Redis: each finished request's URL and outcome, told
         # with its acknowledgement, and the links this worker will not request.
         self.outcomes: dict[Request, tuple[str, str]] = {}  # finished -> (hex fingerprint, ledger entry)
+        self.superseded: set[bytes] = set()  # fingerprints of requests crawled here that a copy replaced
         self.discovered: dict[str, str] = {}  # hex fingerprint -> reason, for the next round
         self.recently_discovered: LRU[bytes, None] = LRU(RECENT_CAPACITY)
         crawler.signals.connect(self._fetch_failed, signal=fetch_failed)
@@ -221,9 +224,13 @@ class ClusterScheduler(FrontierScheduler):
         site, depth = level_of(request)
         order = queue_order(request.priority, depth, self.level_sync)
         entry = Outgoing(fingerprint.hex(), host, order, level_field(site, depth), data, claim=claim)
-        self.outgoing.append((entry, fingerprint if claim else None, request))
+        self.outgoing.append((entry, fingerprint, request))
         if claim:
             self.claiming.add(fingerprint)
+        elif any(self.df.fingerprint(crawling) == fingerprint for crawling in self.given):
+            # A retry (or a redirect back to its URL) of a request crawled here: that
+            # request ends with no outcome of its own, its successor's counts.
+            self.superseded.add(fingerprint)
         self._kick()
         return True
 
@@ -317,7 +324,7 @@ class ClusterScheduler(FrontierScheduler):
         finally:
             self.pumping = False
 
-    def _next_exchange(self) -> tuple[Exchange, list[tuple[Outgoing, bytes | None, Request]], list[Request],
+    def _next_exchange(self) -> tuple[Exchange, list[tuple[Outgoing, bytes, Request]], list[Request],
                                       list[Request]]:
         sent, self.outgoing = self.outgoing, []
         self._collect_finished()
@@ -378,6 +385,10 @@ class ClusterScheduler(FrontierScheduler):
             self.outcomes[request] = (request.fingerprint, request.outcome)  # type: ignore[assignment]
             return
         fingerprint = self.df.fingerprint(request)
+        if fingerprint in self.superseded:
+            self.superseded.discard(fingerprint)
+            self.outcomes[request] = (fingerprint.hex(), "")
+            return
         self.outcomes[request] = (fingerprint.hex(), finished_outcome(request, self.failures.pop(fingerprint, None)))
 
     def _links_dropped(self, links: list[tuple[bytes, str]]) -> None:
@@ -453,7 +464,7 @@ class ClusterScheduler(FrontierScheduler):
         if durable:
             self._kick()
 
-    def _failed(self, exc: Exception, sent: list[tuple[Outgoing, bytes | None, Request]],
+    def _failed(self, exc: Exception, sent: list[tuple[Outgoing, bytes, Request]],
                 released: list[Request], finished: list[Request]) -> None:
         self._count("scheduler/cluster/errors")
         if not self.error_logged:
@@ -465,12 +476,12 @@ class ClusterScheduler(FrontierScheduler):
         self.stored = finished + self.stored
         self.last_renewal = 0.0
 
-    def _apply(self, result: ExchangeResult, sent: list[tuple[Outgoing, bytes | None, Request]],
+    def _apply(self, result: ExchangeResult, sent: list[tuple[Outgoing, bytes, Request]],
                finished: list[Request]) -> None:
-        for (_, fingerprint, request), claimed in zip(sent, result.claimed):
-            if fingerprint is not None:
+        for (entry, fingerprint, request), claimed in zip(sent, result.claimed):
+            if entry.claim:
                 self.claiming.discard(fingerprint)
-                self.df.remember_in_lru(fingerprint)
+            self.df.remember_in_lru(fingerprint)  # a copy not claimed makes its URL seen too
             if claimed:
                 self._count("scheduler/cluster/pushed")
                 self._count("scheduler/enqueued")
@@ -537,7 +548,7 @@ class ClusterScheduler(FrontierScheduler):
         try:
             request = decode_request(data, self.spider)
         except UnencodableRequest as exc:  # runs nothing; a bad entry must not stop the crawl
-            self._set_aside(data, str(exc), "bad_entries")
+            self._set_aside(data, str(exc), "bad_entries", self._fingerprint_of(data))
             return
         self._count("scheduler/cluster/popped")
         self.lease_of[request] = data
@@ -609,10 +620,16 @@ class ClusterScheduler(FrontierScheduler):
 
 
     def _fingerprint_of(self, data: bytes) -> str:
-        """The hex fingerprint of a queue entry's URL, or "" when the entry is no request."""
+        """The hex fingerprint of a queue entry's URL: the request's, else the URL its JSON
+        names (an entry a worker queued that this one cannot read, across an upgrade, say),
+        or "" when it names none."""
         try:
             return self.df.fingerprint(decode_request(data, self.spider)).hex()
         except UnencodableRequest:
+            url = entry_url(data)
+        try:
+            return self.df.fingerprint(Request(url)).hex() if url else ""
+        except ValueError:
             return ""
 
     async def _write_cluster_ledger(self) -> None:

@@ -7,9 +7,11 @@ Enabled by ``SITE_MAX_PAGES`` (0, the default, turns it off) with
 before the pages sampled for the background are served, so that those count too. A
 site is the seed's (``meta["site"]``); its budget counts distinct URLs asked for (by
 fingerprint: a retry is the same URL, a redirect target another), seeds, redirects and
-pages that fail included, robots.txt, training samples and background pages left out.
-A request past the budget ends in the ledger as dropped ``site_budget``. In distributed
-mode each worker keeps its own count. Stats: ``budget/sites_exhausted``,
+pages that fail to download included; robots.txt, training samples and background
+pages are left out, and so are requests refused further on (robots.txt, another site,
+a trap), which free their place. A request past the budget ends in the ledger as
+dropped ``site_budget``. In distributed mode each worker keeps its own count, and a
+resumed ``JOBDIR`` crawl starts counting again. Stats: ``budget/sites_exhausted``,
 ``budget/dropped``.
 """
 
@@ -64,3 +66,8 @@ class SiteBudgetMiddleware:
             logger.info("Site %s has used its budget of %d pages (SITE_MAX_PAGES): its other URLs are dropped",
                         site, self.budget)
         raise IgnoreRequest(f"{REFUSAL} ({self.budget} pages): {request.url}")
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        # Refused further on (robots.txt, another site, a trap): not asked for after all.
+        if isinstance(exception, IgnoreRequest) and "depth" in request.meta:
+            self.asked.get(request.meta.get("site"), set()).discard(self.fingerprint(request))

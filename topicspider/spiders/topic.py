@@ -90,7 +90,7 @@ def is_html(response: Response) -> bool:
 
 
 def is_binary(response: Response) -> bool:
-    """A body that is binary data, whatever its Content-Type says (see :func:`looks_binary`)."""
+    """A body that is binary data, though labelled as HTML (see :func:`looks_binary`)."""
     header = response.headers.get(b"Content-Type") or b""
     return looks_binary(response.body, http_content_type_encoding(header.decode("latin-1")))
 
@@ -331,8 +331,9 @@ class TopicSpider(scrapy.Spider):
         if depth == 0:
             # A seed that redirects, e.g. to its www. host, defines the site it lands on.
             site = site_of(response.url)
-        binary = is_binary(response)
-        if binary or not is_html(response):
+        html = is_html(response)
+        binary = html and is_binary(response)
+        if binary or not html:
             self._count("pages/not_html")
             if binary:
                 self._count("pages/binary")
