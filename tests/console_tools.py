@@ -22,15 +22,26 @@ LISTENING = re.compile(r"topicspider console on (http://\S+/)")
 T = TypeVar("T")
 
 
+def replaced(exc: Exception) -> bool:
+    """Whether a WebDriver error says the element belonged to a page since replaced:
+    Chromium reports it as a stale element, or (seen in CI, Chromium 156) as an inspector
+    error, "Node with given id does not belong to the document"."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    return isinstance(exc, StaleElementReferenceException) or "does not belong to the document" in str(exc)
+
+
 def texts_of(driver: Any, selector: str) -> list[str]:
     """The texts of the elements ``selector`` finds; empty while the page is being
     replaced (after a form is sent, the old page's elements go stale one by one)."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import WebDriverException
 
     try:
         return [str(element.text) for element in driver.find_elements("css selector", selector)]
-    except StaleElementReferenceException:
-        return []
+    except WebDriverException as exc:
+        if replaced(exc):
+            return []
+        raise
 
 
 @contextmanager
@@ -66,12 +77,16 @@ def wait_for(check: Callable[[], T], timeout: float = 30, every: float = 0.2, wh
 
 def text_of(driver: Any, element_id: str) -> str:
     """The element's text; empty while the page is being replaced (after a button)."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.common.exceptions import NoSuchElementException, WebDriverException
 
     try:
         return str(driver.find_element("id", element_id).text)
-    except (NoSuchElementException, StaleElementReferenceException):
+    except NoSuchElementException:
         return ""
+    except WebDriverException as exc:
+        if replaced(exc):
+            return ""
+        raise
 
 
 @contextmanager

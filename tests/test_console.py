@@ -546,3 +546,24 @@ def test_a_distributed_crawls_page_shows_its_dead_letters(console, tmp_path: Pat
     assert "http://a.cn/&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page  # shown as text, never markup
     assert "is not a method of the spider" in page and "host:1:ab" in page and "undecodable request" in page
     assert page.count("not a dead-letter record") == 2
+
+
+def test_an_element_of_a_replaced_page_reads_as_nothing_yet() -> None:
+    """Regression (CI): Chromium 156 reported an element of the page a search replaced
+    as an inspector error, not a stale element, and the wait gave up at once."""
+    from selenium.common.exceptions import WebDriverException
+
+    class Gone:
+        @property
+        def text(self) -> str:
+            raise WebDriverException('unknown error: unhandled inspector error: {"code":-32000,"message":'
+                                     '"Node with given id does not belong to the document"}')
+
+    class Driver:
+        def find_elements(self, by: str, selector: str) -> list[Gone]:
+            return [Gone()]
+
+        def find_element(self, by: str, selector: str) -> Gone:
+            return Gone()
+
+    assert texts_of(Driver(), "li.result mark") == [] and text_of(Driver(), "summary") == ""
