@@ -1,6 +1,8 @@
 """Run by tests/test_analysis.py: six pages and a seventh whose analysis kills its
 worker process (``kill``), or hangs it (``hang``), or every page killing its worker
-(``always``), read concurrently by a real PagePool; or (``update``) pages read by two
+(``always``), read concurrently by a real PagePool; or the pages of two hostile sites
+killing their workers, those of a third read (``hostile``); or workers that can no longer
+start once a page has killed one (``nostart``); or (``update``) pages read by two
 workers before and after the pool's rules change; prints what came back as JSON."""
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 import time
 import traceback
 from collections import Counter
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,9 +22,15 @@ from scrapy.utils.reactor import install_reactor
 
 from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page
 from topicspider.localsite import page_html
+from topicspider.pagepool import PageLost, PagePool, SiteQuarantined
 
 KILLER = "http://www.example.cn/kill.html"
 TIMEOUT = 3.0
+# Once this file exists, a page-analysis process dies as it starts: it imports this
+# module to unpickle its analysis function.
+NO_START = os.environ.get("PAGEPOOL_CRASH_NO_START", "")
+if NO_START and Path(NO_START).exists() and any("spawn_main" in argument for argument in sys.orig_argv):
+    os._exit(3)
 
 
 def analyse_or_die(page: Page, rules: PageRules) -> PageAnalysis:
@@ -40,6 +49,17 @@ def always_die(page: Page, rules: PageRules) -> PageAnalysis:
     os._exit(3)
 
 
+def die_on_hostile_sites(page: Page, rules: PageRules) -> PageAnalysis:
+    if page.site.startswith("hostile"):
+        os._exit(3)
+    return analyse_page(page, rules)
+
+
+def die_and_break_the_install(page: Page, rules: PageRules) -> PageAnalysis:
+    Path(NO_START).touch()
+    os._exit(3)
+
+
 def analyse_telling_worker(page: Page, rules: PageRules) -> PageAnalysis:
     time.sleep(0.05)  # long enough for the other worker to take pages too
     analysis = analyse_page(page, rules)
@@ -47,7 +67,8 @@ def analyse_telling_worker(page: Page, rules: PageRules) -> PageAnalysis:
     return analysis
 
 
-FUNCTIONS = {"kill": analyse_or_die, "hang": analyse_or_hang, "always": always_die, "update": analyse_telling_worker}
+FUNCTIONS = {"kill": analyse_or_die, "hang": analyse_or_hang, "always": always_die, "update": analyse_telling_worker,
+             "hostile": die_on_hostile_sites, "nostart": die_and_break_the_install}
 
 
 class Stats:
@@ -58,9 +79,34 @@ class Stats:
         self.values[key] += count
 
 
-def some_pages(name: str, count: int) -> list[Page]:
-    return [Page(f"http://www.example.cn/{name}{number}.html", page_html(f"{name} {number}", "x", []).encode(),
-                 "utf-8", "example.cn", 1) for number in range(count)]
+def some_pages(name: str, count: int, site: str = "example.cn") -> list[Page]:
+    return [Page(f"http://www.{site}/{name}{number}.html", page_html(f"{name} {number}", "x", []).encode(),
+                 "utf-8", site, 1) for number in range(count)]
+
+
+def summary(pages: list[Page], results: list[Any], crawler: Any) -> dict[str, Any]:
+    lost = [page.url for page, result in zip(pages, results) if type(result) is PageLost]
+    quarantined = [page.url for page, result in zip(pages, results) if isinstance(result, SiteQuarantined)]
+    titles = [result.title for result in results if isinstance(result, PageAnalysis)]
+    failures = sorted({type(result).__name__ for result in results if isinstance(result, BaseException)})
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, PageLost):
+            traceback.print_exception(result)  # for the test's failure message
+    return {"lost": lost, "quarantined": quarantined, "titles": titles, "stats": dict(crawler.stats.values),
+            "failures": failures}
+
+
+async def hostile(pool: Any, crawler: Any) -> dict[str, Any]:
+    """Eight pages of two hostile sites in a row, each killing its worker, then a good
+    site's: six deaths in a row once ended the crawl."""
+    pages = [*some_pages("a", 4, "hostile-a.cn"), *some_pages("b", 4, "hostile-b.cn"), *some_pages("good", 4)]
+    results = []
+    for page in pages:  # in order, so that which pages are lost is known
+        try:
+            results.append(await pool.analyse(page))
+        except PageLost as exc:
+            results.append(exc)
+    return summary(pages, results, crawler)
 
 
 async def update(pool: Any) -> dict[str, Any]:
@@ -78,8 +124,6 @@ async def update(pool: Any) -> dict[str, Any]:
 
 
 async def main(mode: str) -> dict[str, Any]:
-    from topicspider.pagepool import PageLost, PagePool
-
     if mode == "update":
         pool = PagePool(SimpleNamespace(stats=Stats()), 2, TIMEOUT, FUNCTIONS[mode])  # type: ignore[arg-type]
         pool.start(PageRules())
@@ -93,6 +137,11 @@ async def main(mode: str) -> dict[str, Any]:
     pool = PagePool(crawler, 1, TIMEOUT, FUNCTIONS[mode])  # type: ignore[arg-type]
     pool.start(PageRules())
     await pool.ready()
+    if mode == "hostile":
+        try:
+            return await hostile(pool, crawler)
+        finally:
+            pool.close()
     pages = [Page(f"http://www.example.cn/{number}.html", page_html(f"page {number}", "x", []).encode(),
                   "utf-8", "example.cn", 1) for number in range(6)]
     pages.insert(2, Page(KILLER, b"<html></html>", "utf-8", "example.cn", 1))
@@ -103,13 +152,7 @@ async def main(mode: str) -> dict[str, Any]:
     later = [asyncio.ensure_future(pool.analyse(page)) for page in pages[3:]]
     results = await asyncio.gather(*first, *later, return_exceptions=True)
     pool.close()
-    lost = [page.url for page, result in zip(pages, results) if isinstance(result, PageLost)]
-    titles = [result.title for result in results if isinstance(result, PageAnalysis)]
-    failures = sorted({type(result).__name__ for result in results if isinstance(result, BaseException)})
-    for result in results:
-        if isinstance(result, BaseException) and not isinstance(result, PageLost):
-            traceback.print_exception(result)  # for the test's failure message
-    return {"lost": lost, "titles": titles, "stats": dict(crawler.stats.values), "failures": failures}
+    return summary(pages, list(results), crawler)
 
 
 if __name__ == "__main__":

@@ -156,9 +156,9 @@ def test_a_topic_survives_pickling_with_its_added_words() -> None:
     assert "容器编排" in copy.segmenter.terms(text)
 
 
-def run_pool(mode: str) -> dict[str, object]:
+def run_pool(mode: str, **environment: str) -> dict[str, object]:
     done = subprocess.run([sys.executable, "-m", "tests.pagepool_crash", mode], capture_output=True, text=True,
-                          timeout=120, env=project_env(), cwd=Path(__file__).parent.parent)
+                          timeout=120, env={**project_env(), **environment}, cwd=Path(__file__).parent.parent)
     assert done.returncode == 0, done.stderr
     result: dict[str, object] = json.loads(done.stdout)
     return result
@@ -172,10 +172,30 @@ def test_a_worker_that_dies_or_hangs_loses_only_the_page_that_did_it(mode: str) 
     assert result["stats"] == {"pagepool/restarts": 1, "pagepool/lost": 1}
 
 
-def test_workers_that_always_die_end_the_crawl() -> None:
+def test_a_site_whose_pages_always_kill_the_workers_is_quarantined() -> None:
     result = run_pool("always")
+    assert result["titles"] == [] and "PagePoolFailed" not in result["failures"]  # type: ignore[operator]
+    assert len(result["lost"]) == 3 and len(result["quarantined"]) == 4  # type: ignore[arg-type]
+    assert result["stats"]["pagepool/lost"] == 3 and result["stats"]["pagepool/quarantined"] == 4  # type: ignore[index]
+    assert result["stats"]["pagepool/sites_quarantined"] == 1  # type: ignore[index]
+
+
+def test_hostile_sites_cost_their_own_pages_not_the_crawl() -> None:
+    """Eight pages of two sites in a row, each killing its worker, once ended the crawl
+    (six deaths in a row); now each site loses three and is quarantined, and the next
+    site's pages are read."""
+    result = run_pool("hostile")
+    assert "PagePoolFailed" not in result["failures"], result  # type: ignore[operator]
+    assert sorted(result["titles"]) == [f"good {number}" for number in range(4)]  # type: ignore[type-var]
+    assert result["lost"] == [f"http://www.hostile-{site}.cn/{site}{number}.html" for site in "ab" for number in range(3)]
+    assert result["quarantined"] == ["http://www.hostile-a.cn/a3.html", "http://www.hostile-b.cn/b3.html"]
+    assert result["stats"]["pagepool/sites_quarantined"] == 2  # type: ignore[index]
+
+
+def test_workers_that_cannot_start_end_the_crawl(tmp_path: Path) -> None:
+    result = run_pool("nostart", PAGEPOOL_CRASH_NO_START=str(tmp_path / "broken"))
     assert result["titles"] == [] and "PagePoolFailed" in result["failures"]  # type: ignore[operator]
-    assert result["stats"]["pagepool/lost"] == 7, "each page counted"  # type: ignore[index]
+    assert result["lost"] == [] and "pagepool/lost" not in result["stats"], "no page is blamed"  # type: ignore[operator]
 
 
 def test_new_rules_reach_every_worker_and_only_pages_sent_after_them() -> None:

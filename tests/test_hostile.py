@@ -5,6 +5,7 @@ each trap no more often than documented."""
 from __future__ import annotations
 
 import gzip
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -97,3 +98,74 @@ def test_a_crawl_of_a_hostile_site_ends_in_bounded_time_and_memory(tmp_path, ser
     assert stats["links/dropped/path_repetition"] == 1 and stats["links/dropped/too_long"] == 1
     assert stats["extract/deep_markup"] == 1
     assert result.rows("SELECT COUNT(*) FROM emails")[0][0] >= 1  # help@example.com, from the good page
+
+
+# In page-analysis processes only: a page whose URL holds "/lethal" kills its process,
+# as a crash in a C library or the kernel's OOM killer would.
+LETHAL_HOOK = '''
+import os, sys
+if any("spawn_main" in argument for argument in sys.orig_argv):
+    import importlib.abc, importlib.util
+
+    class LethalPages(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "topicspider.analysis":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            run_module = spec.loader.exec_module
+
+            def exec_module(module):
+                run_module(module)
+                analyse = module.analyse_page
+
+                def analyse_or_die(page, rules):
+                    if "/lethal" in page.url:
+                        os._exit(3)
+                    return analyse(page, rules)
+
+                module.analyse_page = analyse_or_die
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, LethalPages())
+'''
+
+
+def test_a_site_whose_pages_kill_the_page_analysis_costs_its_own_pages(tmp_path, serve, crawl, monkeypatch):
+    """Its first three such pages are lost, then the site is quarantined: its pages
+    further down are not fetched and end as errors; the other site is crawled whole."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(LETHAL_HOOK, "utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")])))
+    # later.html first: fetched first from the one host, read first by the one process.
+    write(tmp_path / "bad" / "index.html", page_html("Hostile", "x", ["/later.html"] + [f"/lethal{n}.html" for n in range(4)]))
+    for n in range(4):
+        write(tmp_path / "bad" / f"lethal{n}.html", page_html("Lethal", "x", []))
+    write(tmp_path / "bad" / "later.html", page_html("Later", "x", [f"/late{n}.html" for n in range(3)]))
+    for n in range(3):
+        write(tmp_path / "bad" / f"late{n}.html", page_html("Late", "x", []))
+    write(tmp_path / "good" / "index.html", page_html("Good", "x", ["/a.html", "/b.html"]))
+    write(tmp_path / "good" / "a.html", page_html("A", "x", ["/c.html"]))
+    write(tmp_path / "good" / "b.html", page_html("B", "x", []))
+    write(tmp_path / "good" / "c.html", page_html("C", "x", []))
+    bad, good = serve(tmp_path / "bad", host="127.0.0.2"), serve(tmp_path / "good")
+
+    result = crawl(f"{bad.url}/,{good.url}/", depth=3, settings={"PAGE_PROCESSES": 1})
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.report["finish_reason"] == "finished"
+    stored = {url[len("http://"):]: title for url, title in result.pages().items()}
+    host = good.url[len("http://"):]
+    assert {f"{host}/{path}": stored.get(f"{host}/{path}") for path in ("", "a.html", "b.html", "c.html")} \
+        == {f"{host}/": "Good", f"{host}/a.html": "A", f"{host}/b.html": "B", f"{host}/c.html": "C"}
+    assert sorted(title for title in stored.values() if title not in "Good A B C".split()) == ["Hostile", "Later"]
+    stats = result.stats
+    assert stats["pagepool/lost"] == 3 and stats["pagepool/sites_quarantined"] == 1
+    assert stats["pagepool/quarantined"] == 1, "the fourth lethal page is fetched, not read"
+    assert not any(path.startswith("/late") and path[5].isdigit() for path in bad.paths()), "a quarantined site's queue is not fetched"
+    assert stats["quarantine/dropped"] == 3
+    assert stats["ledger/error/page_analysis_lost"] == 3 and stats["ledger/error/site_quarantined"] == 4
+    assert result.stderr.count("Quarantined site") == 1

@@ -14,7 +14,8 @@ close as ``ledger/<entry>``, and printed in the crawl report:
 :func:`topicspider.urls.trap_reason`) or ``filter`` (the user's rules, ``URL_FILTER_FILE``);
 *done*: fetched and handled (stored, or a redirect, a ``noindex`` page, or, with no
 topic, a page that is not HTML);
-*error*: failed for good (``http_404``, ``TimeoutError``, ``robots_unreachable``...);
+*error*: failed for good (``http_404``, ``TimeoutError``, ``robots_unreachable``,
+``page_analysis_lost``, ``site_quarantined``...);
 *dropped*, once queued: refused by policy (``robots``, ``offsite`` for a redirect to
 another site, ``filter`` for a blocked pattern), or fetched and not kept
 (``irrelevant``: off the topic, a page that is not HTML included when there is a

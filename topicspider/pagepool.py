@@ -14,9 +14,15 @@ crash in a C library), or one that takes over ``PAGE_TIMEOUT`` seconds on a page
 more such allowance for each page queued before it) and is stopped, breaks the pool, and every page it held fails with it: a new pool is started
 (``pagepool/restarts``), and those pages are analysed again one at a time in a pool of
 one process of their own, so that a page that kills or hangs a worker there is the
-culprit: it is given up and counted (``pagepool/lost``), the others are read. After
-:data:`MAX_DEATHS_IN_A_ROW` restarts with no page read in between (a worker that
-cannot start, memory exhausted), :class:`PagePoolFailed` ends the crawl.
+culprit: it is given up and counted (``pagepool/lost``), the others are read.
+
+A site whose pages keep killing or hanging the workers costs its own pages, not the
+crawl's: once ``PAGE_SITE_MAX_LOST`` (3) of its pages are lost, the site is
+quarantined (``pagepool/sites_quarantined``, logged once), and its other pages are no
+longer read (:class:`SiteQuarantined`, ``pagepool/quarantined``), as Nutch's
+``fetcher.max.exceptions.per.queue`` gives up a host's queue. Only workers that cannot
+start end the crawl: after :data:`MAX_DEATHS_IN_A_ROW` restarts with no page read and
+no worker started in between (memory exhausted, a broken install), :class:`PagePoolFailed`.
 
 The rules can change once the workers run (:meth:`PagePool.update`): a topic learnt
 from pages the workers read for it. Each set of rules has a version; a page goes with
@@ -34,6 +40,7 @@ import os
 import pickle
 import signal
 import threading
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -58,12 +65,15 @@ Analyse = Callable[[Page, PageRules], PageAnalysis]
 WORKER_START_TIMEOUT = 120.0
 # A page's future fails so when its pool breaks, is shut down, or the page runs too long.
 POOL_FAILURES = (BrokenProcessPool, CancelledError, defer.TimeoutError)
-# Worker deaths (or hangs) with no page read in between before the crawl gives up.
+# Pool restarts with no page read and no worker started in between before the crawl
+# gives up: the workers cannot start.
 MAX_DEATHS_IN_A_ROW = 5
 
 _worker_rules: PageRules | None = None
 _worker_version = 0
 _worker_analyse: Analyse = analyse_page
+# Why a quarantined site's page or request ends as an error (signals.RESUME_LATER_META).
+QUARANTINED = "site quarantined"
 # What a worker answers for a page sent under rules other than its own, without them.
 STALE_RULES = "stale rules"
 
@@ -72,8 +82,12 @@ class PageLost(Exception):
     """A page killed or hung a page-analysis process even when read alone."""
 
 
+class SiteQuarantined(PageLost):
+    """The page's site is quarantined: its pages have killed or hung workers too often."""
+
+
 class PagePoolFailed(PageLost):
-    """Page-analysis processes keep dying whatever the page: the crawl cannot go on."""
+    """Page-analysis processes cannot start: the crawl cannot go on."""
 
 
 def _init_worker(rules: PageRules, version: int, analyse: Analyse, segmenter: str) -> None:
@@ -136,10 +150,14 @@ def _ready() -> bool:
 
 
 class PagePool:
-    def __init__(self, crawler: Crawler, processes: int, timeout: float = 60.0, analyse: Analyse = analyse_page) -> None:
+    def __init__(self, crawler: Crawler, processes: int, timeout: float = 60.0, analyse: Analyse = analyse_page,
+                 max_lost_per_site: int = 3) -> None:
         self.crawler = crawler
         self.processes = processes
         self.timeout = timeout
+        self.max_lost_per_site = max_lost_per_site  # 0: no quarantine
+        self.lost_by_site: Counter[str] = Counter()
+        self.quarantined: set[str] = set()
         self.analyse_function = analyse
         self._deaths_in_a_row = 0
         self._in_flight = 0
@@ -151,13 +169,14 @@ class PagePool:
         self.started = False  # a worker has loaded (or failed to)
         self._executor: ProcessPoolExecutor | None = None
         # Pages whose pool broke, retried one at a time.
-        self._quarantine: ProcessPoolExecutor | None = None
-        self._quarantine_lock = DeferredLock()
+        self._alone: ProcessPoolExecutor | None = None
+        self._alone_lock = DeferredLock()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PagePool:
         settings = crawler.settings
-        return cls(crawler, get_int(settings, "PAGE_PROCESSES"), get_float(settings, "PAGE_TIMEOUT"))
+        return cls(crawler, get_int(settings, "PAGE_PROCESSES"), get_float(settings, "PAGE_TIMEOUT"),
+                   max_lost_per_site=get_int(settings, "PAGE_SITE_MAX_LOST"))
 
     def start(self, rules: PageRules, segmenter: str = "") -> None:
         """Start the workers; :meth:`ready` waits until they have loaded. ``segmenter``:
@@ -204,6 +223,7 @@ class PagePool:
 
     async def analyse(self, page: Page) -> PageAnalysis:
         assert self.rules is not None, "PagePool.start() first"
+        self._refuse_quarantined(page)
         if self._executor is None:
             return self.analyse_function(page, self.rules)
         executor = self._executor
@@ -263,41 +283,68 @@ class PagePool:
         self._executor = self._new_executor(self.processes)
 
     async def _analyse_alone(self, page: Page) -> PageAnalysis:
-        await maybe_deferred_to_future(self._quarantine_lock.acquire())
+        await maybe_deferred_to_future(self._alone_lock.acquire())
         try:
-            if self._quarantine is None:
-                self._quarantine = self._new_executor(1)
-                # Started before the page's time runs: the page alone is on trial.
-                await _start_failure([deferred_from_future(self._quarantine.submit(_ready))])
+            # Its site may have been quarantined while it waited for its turn.
+            self._refuse_quarantined(page)
+            alone = await self._start_alone()
             try:
-                analysis = await self._submit(self._quarantine, page, 1)
+                analysis = await self._submit(alone, page, 1)
             except POOL_FAILURES as exc:
-                _stop_workers(self._quarantine)
-                self._quarantine.shutdown(wait=False)
-                self._quarantine = None
+                _stop_workers(alone)
+                alone.shutdown(wait=False)
+                self._alone = None
                 what = f"hangs over {self.timeout:g} s" if isinstance(exc, defer.TimeoutError) else "dies"
             else:
                 self._deaths_in_a_row = 0
                 return analysis
         finally:
-            self._quarantine_lock.release()
+            self._alone_lock.release()
         self._count("pagepool/lost")
-        self._count_death()
+        self._note_lost(page.site)
         raise PageLost(f"a page-analysis process {what} reading {page.url}")
+
+    async def _start_alone(self) -> ProcessPoolExecutor:
+        """The pool of one process that reads pages alone, started before the page's
+        time runs: the page alone is on trial. A worker that starts shows that whatever
+        kills the next one is the page."""
+        while self._alone is None:
+            executor = self._new_executor(1)
+            if await _start_failure([deferred_from_future(executor.submit(_ready))]) is None:
+                self._alone = executor
+                self._deaths_in_a_row = 0
+            else:
+                _stop_workers(executor)
+                executor.shutdown(wait=False)
+                self._count_death()
+        return self._alone
+
+    def _note_lost(self, site: str) -> None:
+        self.lost_by_site[site] += 1
+        if self.max_lost_per_site and self.lost_by_site[site] >= self.max_lost_per_site and site not in self.quarantined:
+            self.quarantined.add(site)
+            self._count("pagepool/sites_quarantined")
+            logger.error("Quarantined site %s: %d of its pages killed or hung the page-analysis processes;"
+                         " its other pages are not read (PAGE_SITE_MAX_LOST)", site, self.lost_by_site[site])
+
+    def _refuse_quarantined(self, page: Page) -> None:
+        if page.site in self.quarantined:
+            self._count("pagepool/quarantined")
+            raise SiteQuarantined(f"site {page.site} quarantined: {page.url} not read")
 
     def _count_death(self) -> None:
         self._deaths_in_a_row += 1
         if self._deaths_in_a_row > MAX_DEATHS_IN_A_ROW:
-            raise PagePoolFailed(f"page-analysis processes died or hung {self._deaths_in_a_row} times in a row"
-                                 " without reading a page; see the log above")
+            raise PagePoolFailed(f"page-analysis processes died {self._deaths_in_a_row} times in a row"
+                                 " without starting to read a page; see the log above")
 
     def close(self) -> None:
-        for executor in (self._executor, self._quarantine):
+        for executor in (self._executor, self._alone):
             if executor is not None:
                 # Not wait=True: that would block the reactor until every worker has exited.
                 executor.shutdown(wait=False, cancel_futures=True)
                 _stop_workers(executor)  # one stuck in its start-up would hold the exit
-        self._executor = self._quarantine = None
+        self._executor = self._alone = None
 
     def _count(self, key: str) -> None:
         assert self.crawler.stats is not None

@@ -51,6 +51,8 @@ DOWNLOADER_MIDDLEWARES = {
     "topicspider.middlewares.block.BlockMiddleware": 30,
     # Pages per site (SITE_MAX_PAGES), background pages served by the cache included.
     "topicspider.middlewares.budget.SiteBudgetMiddleware": 35,
+    # Sites whose pages keep killing the page-analysis processes (PAGE_SITE_MAX_LOST).
+    "topicspider.middlewares.quarantine.QuarantineMiddleware": 36,
     # Nothing goes out before the topic is ready (a resumed crawl), samples aside.
     "topicspider.middlewares.topicgate.TopicGateMiddleware": 40,
     # Pages downloaded to sample the background are not downloaded again.
@@ -143,6 +145,7 @@ TOPIC_TRAIN_OUTPUT = ""
 # with the reactor (analysis takes about half its time per page), 0 parses on it.
 PAGE_PROCESSES = 1
 PAGE_TIMEOUT = 60.0  # seconds a page may hold a worker before it is stopped
+PAGE_SITE_MAX_LOST = 3  # pages of one site lost (killed or hung a worker) before the site is quarantined; 0: never
 # Distributed mode (topicspider/cluster): off while REDIS_URL is empty.
 REDIS_URL = ""
 REDIS_PREFETCH = 32  # leased requests a worker holds ready

@@ -39,6 +39,10 @@ host_booked = object()
 #: ``pattern`` (the text, see :func:`topicspider.urls.url_pattern`).
 url_pattern_blocked = object()
 
+#: The page-analysis processes have quarantined ``site`` (a seed's site): its pages kept
+#: killing or hanging them (``PAGE_SITE_MAX_LOST``), and its other requests are not fetched.
+site_quarantined = object()
+
 #: Not a signal: the request ``meta`` key by which a component says that a request
 #: failed for a reason of the moment (robots.txt unreachable, its page lost by the
 #: page-analysis processes), with that reason as its value. The request ends as an

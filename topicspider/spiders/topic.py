@@ -59,10 +59,17 @@ from topicspider.items import PageItem
 from topicspider.ledger import IRRELEVANT
 from topicspider.middlewares.redirect import RedirectLoop
 from topicspider.middlewares.robots import RobotsUnreachable
-from topicspider.pagepool import PageLost, PagePool, PagePoolFailed
+from topicspider.pagepool import QUARANTINED, PageLost, PagePool, PagePoolFailed, SiteQuarantined
 from topicspider.reactor_tools import sleep, to_thread
 from topicspider.robots import token_from_settings
-from topicspider.signals import DROPPED_META, RESUME_LATER_META, fetch_failed, links_dropped, page_scored
+from topicspider.signals import (
+    DROPPED_META,
+    RESUME_LATER_META,
+    fetch_failed,
+    links_dropped,
+    page_scored,
+    site_quarantined,
+)
 from topicspider.topic.score import Relevance, Topic
 from topicspider.topic.topicfile import encode_topic
 from topicspider.urls import BadURL, canonical_url, has_public_suffix, mask_url, request_url, site_of
@@ -353,8 +360,7 @@ class TopicSpider(scrapy.Spider):
             self.logger.error("topicspider: error: %s", exc)
             raise CloseSpider("page_analysis_failed") from None
         except PageLost as exc:
-            self.logger.error("Page not read: %s", exc)
-            response.meta[RESUME_LATER_META] = "page analysis lost"
+            self._page_lost(response, site, exc)
             return
         for key, count in analysis.counts.items():
             self._count(key, count)
@@ -374,6 +380,16 @@ class TopicSpider(scrapy.Spider):
             if link.priority is not None:
                 request.priority = link.priority
             yield request
+
+    def _page_lost(self, response: Response, site: str, exc: PageLost) -> None:
+        if isinstance(exc, SiteQuarantined):
+            self.logger.debug("Page not read: %s", exc)  # the quarantine is logged once
+            response.meta[RESUME_LATER_META] = QUARANTINED
+        else:
+            self.logger.error("Page not read: %s", exc)
+            response.meta[RESUME_LATER_META] = "page analysis lost"
+        if site in self.pages.quarantined:
+            self.crawler.signals.send_catch_log(site_quarantined, site=site)
 
     @staticmethod
     def _page(response: Response, site: str, depth: int) -> Page:
