@@ -3,7 +3,7 @@
 Usage (from the repository root, with the project's virtualenv)::
 
     .venv/bin/python bench/bench_crawl.py [--pages 1000] [--links 5] [--rounds 3]
-        [--variants baseline,plain,jieba,rjieba,inline,mysql,noindex]
+        [--variants baseline,plain,jieba,rjieba,inline,mysql,noindex,nodup]
         [--mysql-url URL] [--body-chars 3000] [--topic WORD,...]
         [--concurrency 16] [--backlog 128] [--segmentation-only]
         [--profile [--profile-variant plain] [--profile-out FILE]] [--keep]
@@ -32,6 +32,8 @@ site once with each variant:
   database dropped and created afresh before every run) instead of SQLite;
 * **noindex** (not run unless named): plain with ``SEARCH_INDEX=false``, pages stored
   without their search index, to show what indexing costs a crawl;
+* **nodup** (not run unless named): plain with ``DUPLICATE_CONTENT=false``, no page's
+  digest nor SimHash worked out or looked up, to show what duplicate content costs;
 * **jobdir**, **mysql-jobdir** (not run unless named): plain and mysql with a
   ``JOBDIR``, so that the URL store is the durable frontier (every request written as
   it is queued, every URL marked finished once its page is stored), to show what
@@ -151,7 +153,7 @@ class Variant:
 
 
 VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "mysql", "noindex", "trained",
-                 "trained-noindex", "jobdir", "mysql-jobdir")
+                 "trained-noindex", "jobdir", "mysql-jobdir", "nodup")
 TRAINING_PAGES = 10
 DEFAULT_VARIANTS = ("baseline", "plain", "jieba", "rjieba", "inline")
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
@@ -175,6 +177,8 @@ def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYS
         "mysql": Variant("mysql", {"DATABASE_URL": mysql_url}),
         # plain, storing pages without indexing them for search.
         "noindex": Variant("noindex", {"SEARCH_INDEX": "false"}),
+        # plain, with no duplicate content looked for (no digest, no SimHash).
+        "nodup": Variant("nodup", {"DUPLICATE_CONTENT": "false"}),
         # A centroid topic learnt from 10 of the site's pages against the background
         # sampled from it (the defaults), scoring every page; without the search index too.
         "trained": Variant("trained", everything, train=TRAINING_PAGES),

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from scrapy.settings import Settings
 
-from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds
+from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds, seeds_under
+from topicspider.urls import URLRules, parse_url_filter
 
 
 def test_seed_list() -> None:
@@ -83,3 +84,15 @@ def test_url_filter_file_is_read_at_start_and_a_bad_one_named(tmp_path: Path) ->
             rules_of(str(rules))
     with pytest.raises(ConfigError, match="URL_FILTER_FILE '/nonexistent/rules.txt'"):
         rules_of("/nonexistent/rules.txt")
+
+
+def test_seeds_go_through_the_links_normaliser_and_filters() -> None:
+    rules = URLRules(url_filter=parse_url_filter("-/private/\n+."))
+    assert seeds_under(["http://a.cn/x;jsessionid=42?PHPSESSID=9&p=1", "http://a.cn/x?p=1"], rules) \
+        == ["http://a.cn/x?p=1"], "session ids stripped, then once each"
+    with pytest.raises(ConfigError, match=r"'http://a\.cn/private/': refused by URL_FILTER_FILE \(url_filter\)"):
+        seeds_under(["http://a.cn/", "http://a.cn/private/"], rules)
+    with pytest.raises(ConfigError, match="refused by URLLENGTH_LIMIT"):
+        seeds_under(["http://a.cn/" + "x" * 3000], rules)
+    with pytest.raises(ConfigError, match="refused by URL_MAX_PATH_SEGMENTS"):
+        seeds_under(["http://a.cn/" + "x/" * 40], rules)

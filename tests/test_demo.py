@@ -31,6 +31,14 @@ def test_demo_crawls_the_sample_site(tmp_path: Path) -> None:
     assert relevance["guide/formulas.html"] > 2 and relevance["contact.html"] == 0.0
     report = json.loads((output / "stats.json").read_text())["report"]
     assert report["pages_stored"] == len(titles) and report["errors"] == 0
-    assert report["pages_relevant"] + report["pages_irrelevant"] == len(titles)
+    # Each of three pages is also served as its directory's index.html: stored once.
+    with sqlite3.connect(output / "topicspider.db") as db:
+        aliases = {frozenset(path.split("/", 3)[3] for path in pair)
+                   for pair in db.execute("SELECT url, duplicate_of FROM page_aliases")}
+    assert aliases == {frozenset({"", "index.html"}), frozenset({"guide", "guide/index.html"}),
+                       frozenset({"news", "news/index.html"})}
+    assert report["duplicates_stored"] == 3
+    assert report["pages_relevant"] + report["pages_irrelevant"] == len(titles) + 3, "every page fetched is scored"
+    assert " WARNING: " not in done.stderr, "a crawl at the defaults starts and ends quietly"
     assert "relevance histogram" in done.stdout and "* " in done.stdout
     assert "topicspider crawl report" in done.stdout and "Stored pages" in done.stdout

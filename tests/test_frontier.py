@@ -301,8 +301,9 @@ def test_session_ids_make_no_new_pages_and_a_trap_is_dropped_as_such(tmp_path, s
         "/page.html?PHPSESSID=1", "/page.html?PHPSESSID=2&x=1", "/page.html;jsessionid=0AF3", "/rep/a/"]))
     (root / "page.html").write_text(page_html("page", "text", ["/page.html?sid=3", "/"]))
     # A relative link that deepens the path it is on: /rep/a/ -> /rep/a/a/ -> ...
-    for deeper in (root / "rep" / "a", root / "rep" / "a" / "a"):
-        (deeper / "index.html").write_text(page_html("rep", "text", ["a/"]))
+    # Each level's text its own: a copy's links would not be followed (duplicate content).
+    for level, deeper in enumerate((root / "rep" / "a", root / "rep" / "a" / "a")):
+        (deeper / "index.html").write_text(page_html("rep", f"level {level}", ["a/"]))
     site = serve(root)
 
     result = crawl(site.url + "/", depth=8)

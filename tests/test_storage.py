@@ -84,3 +84,25 @@ def test_a_relative_path_is_relative_to_the_working_directory(tmp_path: Path, mo
 ])
 def test_passwords_are_masked(url: str, masked: str) -> None:
     assert mask_url(url) == masked
+
+
+def test_aliases_are_stored_apart_and_survive_a_spill(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from topicspider.storage import write_isolating
+    from topicspider.storage.spill import read_spill, spill_pages
+
+    original = page("http://a/guide")
+    alias = replace(page("http://a/guide/index.html", depth=2), duplicate_of="http://a/guide")
+    near = replace(page("http://a/print/guide"), near_duplicate_of="http://a/guide")
+    spill_pages(tmp_path / "spill.jsonl", [original, alias, near])
+    store = open_store(f"sqlite:///{tmp_path}/t.db")
+    outcome = write_isolating(store, list(read_spill(tmp_path / "spill.jsonl")))
+    store.close()
+
+    assert (outcome.written, outcome.aliases) == (2, 1)
+    with sqlite3.connect(tmp_path / "t.db") as db:
+        assert db.execute("SELECT url, near_duplicate_of FROM pages ORDER BY url").fetchall() == [
+            ("http://a/guide", None), ("http://a/print/guide", "http://a/guide")]
+        assert db.execute("SELECT url, duplicate_of, depth FROM page_aliases").fetchall() == [
+            ("http://a/guide/index.html", "http://a/guide", 2)]

@@ -18,13 +18,14 @@ from w3lib.encoding import html_to_unicode
 from topicspider.extract import (
     RawLink, base_url, extract_blocks, extract_emails, extract_links, extract_title, join_blocks, parse_html, truncate,
 )
+from topicspider.duplicates import content_digest, simhash
 from topicspider.fingerprint import identity_digest
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
 from topicspider.search.terms import document_terms
 from topicspider.topic.score import PageTerms, Relevance, Topic, count_page_terms
 from topicspider.topic.segment import Segmenter
 from topicspider.urls import (
-    BadURL, URLRules, canonical_url, non_page_reason, request_url, site_of, strip_session_ids, trap_reason,
+    URL_FILTER, BadURL, URLRules, canonical_url, non_page_reason, refusal, request_url, site_of, strip_session_ids,
 )
 
 TITLE_MAX_CHARS = 1000
@@ -57,6 +58,8 @@ class PageRules:
     follow_all: bool = False
     best_first: bool = False
     search_index: bool = True  # work out the search index terms of pages that will be stored
+    content_digest: bool = True  # DUPLICATE_CONTENT: the digest of pages that will be stored
+    simhash: bool = True  # and their SimHash (DUPLICATE_NEAR_DISTANCE)
     store_all: bool = False  # TOPIC_STORE_ALL: irrelevant pages are stored too
     keep_blocks: bool = False  # return the page's blocks of text (background sampling)
     # Count the page's terms with it and at most so many characters (background sampling
@@ -100,6 +103,8 @@ class PageAnalysis:
     counts: Counter[str] = field(default_factory=Counter)
     score_seconds: float = 0.0
     search_terms: dict[str, int] | None = None  # None when the page will not be stored
+    content_digest: bytes | None = None  # of a page that will be stored (duplicates.content_digest)
+    simhash: int | None = None  # of a page that will be stored, if its text is long enough
     blocks: list[str] = field(default_factory=list)  # only with PageRules.keep_blocks
     terms: PageTerms | None = None  # only with PageRules.count_terms, for a page not too long
     # The web URLs among the page's links that will not be requested, once each, as
@@ -133,8 +138,12 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
         analysis.relevance = rules.topic.relevance(title, blocks, page.site)
         analysis.score_seconds = perf_counter() - started
         analysis.relevant = rules.relevant(analysis.relevance)
-    if rules.search_index and _stored(analysis, rules):
-        analysis.search_terms = dict(document_terms(title, body_text))
+    if _stored(analysis, rules):
+        if rules.search_index:
+            analysis.search_terms = dict(document_terms(title, body_text))
+        if rules.content_digest:
+            analysis.content_digest = content_digest(title, body_text)
+            analysis.simhash = simhash(body_text) if rules.simhash else None
     counts["robots/meta_noindex"] += analysis.noindex
     if NOFOLLOW in directives:
         counts["robots/meta_nofollow"] += 1
@@ -203,13 +212,9 @@ def _links_to_follow(
             dropped.append((identity_digest(identity), OFFSITE))
             continue
         counts["links/insite"] += 1
-        if trap := trap_reason(url, url_rules):
-            counts[f"links/dropped/{trap}"] += 1
-            dropped.append((identity_digest(identity), TRAP))
-            continue
-        if url_rules.url_filter is not None and not url_rules.url_filter.accepts(url):
-            counts["links/dropped/url_filter"] += 1
-            dropped.append((identity_digest(identity), FILTERED))
+        if refused := refusal(url, url_rules):
+            counts[f"links/dropped/{refused}"] += 1
+            dropped.append((identity_digest(identity), FILTERED if refused == URL_FILTER else TRAP))
             continue
         if page.depth >= rules.max_depth:
             counts["links/too_deep"] += 1

@@ -6,12 +6,18 @@ Every check raises :class:`ConfigError` with the bad value in its message, so th
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from topicspider.urls import BadURL, URLFilter, URLRules, parse_url_filter, request_url
+from scrapy.exceptions import NotConfigured
+
+from topicspider.duplicates import MAX_DISTANCE
+from topicspider.urls import (
+    URL_FILTER, BadURL, URLFilter, URLRules, mask_url, parse_url_filter, refusal, request_url, strip_session_ids,
+)
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -42,6 +48,8 @@ INT_SETTINGS: dict[str, int] = {
     "TOPIC_EXPLAIN_TERMS": 0,
     "PAGE_PROCESSES": 0,
     "PAGE_SITE_MAX_LOST": 0,
+    "DUPLICATE_CAPACITY": 1,
+    "DUPLICATE_NEAR_DISTANCE": -1,
     "REDIS_PREFETCH": 1,
     "REDIS_MAX_DELIVERIES": 0,
     "URL_MAX_PATH_SEGMENTS": 1,
@@ -92,11 +100,20 @@ BOOL_SETTINGS = (
     "TOPIC_BEST_FIRST",
     "SCHEDULER_FLUSH_ON_START",
     "SEARCH_INDEX",
+    "DUPLICATE_CONTENT",
 )
 
 
 class ConfigError(ValueError):
     """A bad spider argument, setting or file, found before crawling."""
+
+
+def off_by_design(module: str, reason: str) -> NotConfigured:
+    """What a component off by design raises in ``from_crawler``: a NotConfigured with
+    a reason is a WARNING in Scrapy's log, on every crawl; the reason goes to ``module``'s
+    log at DEBUG instead."""
+    logging.getLogger(module).debug("Disabled: %s", reason)
+    return NotConfigured()
 
 
 def parse_list(value: str, what: str) -> list[str]:
@@ -120,6 +137,26 @@ def parse_seeds(value: str) -> list[str]:
         except BadURL as exc:
             raise ConfigError(f"bad seed URL {exc}") from None
     return list(seeds)
+
+
+# The setting behind each refusal of the links' filters (topicspider.urls.refusal).
+REFUSAL_SETTINGS = {"too_long": "URLLENGTH_LIMIT", "too_many_segments": "URL_MAX_PATH_SEGMENTS",
+                    "path_repetition": "URL_MAX_PATH_REPEATS", URL_FILTER: "URL_FILTER_FILE"}
+
+
+def seeds_under(seeds: list[str], rules: URLRules) -> list[str]:
+    """The seeds as the crawl requests them, once each: through the links' normaliser
+    (session ids stripped, as Nutch's injector normalises what it injects);
+    :class:`ConfigError` for a seed the trap filters or the user's rules refuse."""
+    return list(dict.fromkeys(seed_under(seed, rules) for seed in seeds))
+
+
+def seed_under(url: str, rules: URLRules) -> str:
+    """One seed as :func:`seeds_under` takes it."""
+    url = strip_session_ids(url, rules.session_parameters)
+    if refused := refusal(url, rules):
+        raise ConfigError(f"bad seed URL {mask_url(url)!r}: refused by {REFUSAL_SETTINGS[refused]} ({refused})")
+    return url
 
 
 def _read_list_file(path: Path, what: str) -> list[str]:
@@ -196,6 +233,15 @@ def _url_filter(path: str) -> URLFilter | None:
         raise ConfigError(f"URL_FILTER_FILE {path!r}: {exc}") from None
 
 
+def near_distance_from(settings: BaseSettings) -> int | None:
+    """``DUPLICATE_NEAR_DISTANCE``: the SimHash bits within which pages are near
+    duplicates, or None when they are not looked for (-1, or ``DUPLICATE_CONTENT`` off)."""
+    bits = get_int(settings, "DUPLICATE_NEAR_DISTANCE")
+    if bits > MAX_DISTANCE:
+        raise ConfigError(f"DUPLICATE_NEAR_DISTANCE must be from -1 to {MAX_DISTANCE}, got {bits}")
+    return None if bits < 0 or not get_bool(settings, "DUPLICATE_CONTENT") else bits
+
+
 PARAMETER_NAME = re.compile(r"[A-Za-z0-9_.~-]{1,100}")
 
 
@@ -208,3 +254,4 @@ def check_typed_settings(settings: BaseSettings) -> None:
     for name in FLOAT_SETTINGS:
         get_float(settings, name)
     url_rules_from(settings)
+    near_distance_from(settings)

@@ -26,3 +26,8 @@ class PageItem:
     # of the page (topicspider.analysis); not stored as such. None: the store works
     # them out itself.
     search_terms: dict[str, int] | None = None
+    # The canonical URL of the page stored before with the same text: this one is
+    # stored as an alias of it (page_aliases), not as a page.
+    duplicate_of: str | None = None
+    # The URL of a page stored before whose text is nearly the same (SimHash).
+    near_duplicate_of: str | None = None

@@ -19,9 +19,11 @@ topic, a page that is not HTML);
 *dropped*, once queued: refused by policy (``robots``, ``offsite`` for a redirect to
 another site, ``filter`` for a blocked pattern), or fetched and not kept
 (``irrelevant``: off the topic, a page that is not HTML included when there is a
-topic). Still waiting is 0 when the crawl finished. A run killed prints no ledger.
-Links of pages whose links are not followed (off the topic, ``nofollow`` pages) are not
-read, so not discovered; the spider counts those pages (``topic/links_not_followed``).
+topic; ``duplicate``: its text an earlier page's, stored as that page's alias). Still
+waiting is 0 when the crawl finished. A run killed prints no ledger.
+Links of pages whose links are not followed (off the topic, ``nofollow`` pages,
+duplicates) are not read, so not discovered; the spider counts those pages
+(``topic/links_not_followed``, ``robots/meta_nofollow``, ``duplicates/exact``).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ PREFIX = "ledger/"
 QUEUED, RESTORED, DONE, WAITING = "queued", "restored", "done", "waiting"
 NOT_QUEUED = "not_queued"
 IRRELEVANT = "irrelevant"  # a fetched page's reason to be dropped (signals.DROPPED_META)
+DUPLICATE = "duplicate"  # its text is a page's stored before: it is stored as an alias
 ERROR, DROPPED = "error/", "dropped/"
 # Policy refusals (IgnoreRequest messages) by what they say first.
 REFUSALS = (

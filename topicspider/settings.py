@@ -145,6 +145,13 @@ TOPIC_TRAIN_OUTPUT = ""
 # with the reactor (analysis takes about half its time per page), 0 parses on it.
 PAGE_PROCESSES = 1
 PAGE_TIMEOUT = 60.0  # seconds a page may hold a worker before it is stopped
+# Duplicate content (topicspider.duplicates): a page whose text an earlier page has is
+# stored as an alias of it, and its links are not followed; pages whose SimHashes are
+# within DUPLICATE_NEAR_DISTANCE bits are flagged (-1: not looked for). The most recent
+# DUPLICATE_CAPACITY pages are remembered, about 350 bytes each: 35 MB.
+DUPLICATE_CONTENT = True
+DUPLICATE_NEAR_DISTANCE = 3
+DUPLICATE_CAPACITY = 100_000
 PAGE_SITE_MAX_LOST = 3  # pages of one site lost (killed or hung a worker) before the site is quarantined; 0: never
 # Distributed mode (topicspider/cluster): off while REDIS_URL is empty.
 REDIS_URL = ""

@@ -222,6 +222,19 @@ def trap_reason(url: str, rules: URLRules) -> str | None:
     return None
 
 
+URL_FILTER = "url_filter"  # the user's rules refuse it (URL_FILTER_FILE)
+
+
+def refusal(url: str, rules: URLRules) -> str | None:
+    """Why the trap filters (:func:`trap_reason`) or the user's rules (:data:`URL_FILTER`)
+    refuse ``url``, or None: the same for a link, a redirect target and a seed."""
+    if trap := trap_reason(url, rules):
+        return trap
+    if rules.url_filter is not None and not rules.url_filter.accepts(url):
+        return URL_FILTER
+    return None
+
+
 def _repeats(segments: list[str]) -> int:
     """The longest back-to-back repetition of any run of segments (1: none)."""
     longest = 1

@@ -20,8 +20,8 @@ from datetime import datetime, timezone
 from typing import IO, TYPE_CHECKING
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 
+from topicspider.config import off_by_design
 from topicspider.signals import page_scored
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class CrawlLog:
     def from_crawler(cls, crawler: Crawler) -> CrawlLog:
         path = crawler.settings.get("CRAWL_LOG") or ""
         if not path:
-            raise NotConfigured("CRAWL_LOG is empty")
+            raise off_by_design(__name__, "CRAWL_LOG is empty")
         extension = cls(path)
         crawler.signals.connect(extension.open, signal=signals.spider_opened)
         crawler.signals.connect(extension.close, signal=signals.spider_closed)

@@ -10,11 +10,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.task import LoopingCall
 
-from topicspider.config import get_float
+from topicspider.config import get_float, off_by_design
 from topicspider.storage.seen import job_name
 from topicspider.storage.thread import StoreThread
 
@@ -38,7 +37,7 @@ class DatabaseLoop:
         self.interval = get_float(crawler.settings, self.interval_setting)
         database_url = crawler.settings.get("DATABASE_URL") or ""
         if self.interval <= 0 or not database_url:
-            raise NotConfigured(f"{self.interval_setting} is 0 or DATABASE_URL is empty")
+            raise off_by_design(__name__, f"{self.interval_setting} is 0 or DATABASE_URL is empty")
         assert crawler.stats is not None
         self.stats = crawler.stats
         self.database = StoreThread(database_url, self.thread_name)

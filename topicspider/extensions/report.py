@@ -31,7 +31,8 @@ logger = logging.getLogger(__name__)
 ERROR_PREFIXES = ("fetch/errors/",)
 HISTOGRAM_PREFIX = "topic/histogram/"
 HISTOGRAM_BAR = 40
-ERROR_KEYS = ("spider_exceptions/count", "storage/pages_spilled", "storage/pages_lost", "pagepool/lost")
+ERROR_KEYS = ("spider_exceptions/count", "storage/pages_spilled", "storage/pages_lost", "pagepool/lost",
+              "pagepool/quarantined", "quarantine/dropped")
 
 
 def summarize(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
@@ -42,6 +43,8 @@ def summarize(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
     return {
         "pages_fetched": fetched,
         "pages_stored": stats.get("storage/pages_written", 0),
+        "duplicates_stored": stats.get("storage/aliases_written", 0),
+        "near_duplicates": stats.get("duplicates/near", 0),
         "emails_stored": stats.get("storage/emails_written", 0),
         "pages_spilled": stats.get("storage/pages_spilled", 0),
         "pages_lost": stats.get("storage/pages_lost", 0),

@@ -21,11 +21,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
+from topicspider.config import off_by_design
 from topicspider.reactor_tools import in_thread, thread_pool
 from topicspider.signals import fetch_failed
 from topicspider.storage import StorageError
@@ -50,7 +50,7 @@ class URLStateLog:
     def __init__(self, crawler: Crawler) -> None:
         self.database_url: str = crawler.settings.get("DATABASE_URL") or ""
         if not self.database_url.lower().startswith("mysql"):
-            raise NotConfigured("URL states are kept in MySQL mode only")
+            raise off_by_design(__name__, "URL states are kept in MySQL mode only")
         assert crawler.stats is not None
         self.stats = crawler.stats
         self.job = job_name(crawler)

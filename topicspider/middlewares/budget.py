@@ -20,9 +20,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 
-from topicspider.config import get_int
+from topicspider.config import get_int, off_by_design
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -45,7 +45,7 @@ class SiteBudgetMiddleware:
     def from_crawler(cls, crawler: Crawler) -> SiteBudgetMiddleware:
         budget = get_int(crawler.settings, "SITE_MAX_PAGES")
         if not budget:
-            raise NotConfigured("SITE_MAX_PAGES is 0")
+            raise off_by_design(__name__, "SITE_MAX_PAGES is 0")
         return cls(crawler, budget)
 
     def process_request(self, request: Request) -> None:

@@ -27,7 +27,7 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request, Response
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import load_object
@@ -41,7 +41,7 @@ from topicspider.cluster import (
 )
 from topicspider.cluster.hosts import FOREVER, Booking, HostTickets
 from topicspider.cluster.scheduler import ClusterScheduler
-from topicspider.config import get_float, get_int
+from topicspider.config import get_float, get_int, off_by_design
 from topicspider.lru import LRU
 from topicspider.middlewares.pacing import PacingMiddleware
 from topicspider.reactor_tools import in_thread, sleep, thread_pool
@@ -86,7 +86,7 @@ THREADS = 4
 class ClusterPacingMiddleware(PacingMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         if not redis_url(crawler.settings):
-            raise NotConfigured("REDIS_URL is not set")
+            raise off_by_design(__name__, "REDIS_URL is not set")
         super().__init__(crawler)
         settings = crawler.settings
         self.limit = get_int(settings, "CONCURRENT_REQUESTS_PER_DOMAIN")

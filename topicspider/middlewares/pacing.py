@@ -22,11 +22,10 @@ import random
 from time import monotonic
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 
 from topicspider.cluster import redis_url
-from topicspider.config import get_float, get_int
+from topicspider.config import get_float, get_int, off_by_design
 from topicspider.robots import retry_after_seconds
 from topicspider.signals import host_delay_requested
 
@@ -68,7 +67,7 @@ class PacingMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PacingMiddleware:
         if redis_url(crawler.settings):
-            raise NotConfigured("distributed mode: ClusterPacingMiddleware paces the hosts")
+            raise off_by_design(__name__, "distributed mode: ClusterPacingMiddleware paces the hosts")
         return cls(crawler)
 
     @property

@@ -19,7 +19,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request
 
 from topicspider.config import url_rules_from
-from topicspider.urls import URLRules, site_of, trap_reason
+from topicspider.urls import URL_FILTER, URLRules, refusal, site_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -43,10 +43,8 @@ class SiteScopeMiddleware:
         if site_of(request.url) != meta["site"]:
             self.stats.inc_value("links/offsite_redirect")
             raise IgnoreRequest(f"redirect to another site: {request.url}")
-        if trap := trap_reason(request.url, self.rules):
-            self.stats.inc_value(f"links/dropped/{trap}")
-            raise IgnoreRequest(f"redirect to a trap ({trap}): {request.url}")
-        url_filter = self.rules.url_filter
-        if url_filter is not None and not url_filter.accepts(request.url):
-            self.stats.inc_value("links/dropped/url_filter")
-            raise IgnoreRequest(f"redirect refused by URL_FILTER_FILE: {request.url}")
+        if refused := refusal(request.url, self.rules):
+            self.stats.inc_value(f"links/dropped/{refused}")
+            if refused == URL_FILTER:
+                raise IgnoreRequest(f"redirect refused by URL_FILTER_FILE: {request.url}")
+            raise IgnoreRequest(f"redirect to a trap ({refused}): {request.url}")

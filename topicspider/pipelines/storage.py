@@ -153,6 +153,8 @@ class StoragePipeline:
     def _count(self, outcome: BatchOutcome) -> None:
         self.stats.inc_value("storage/batches")
         self.stats.inc_value("storage/pages_written", outcome.written)
+        if outcome.aliases:
+            self.stats.inc_value("storage/aliases_written", outcome.aliases)
         self.stats.inc_value("storage/emails_written", outcome.emails)
         if outcome.refused:
             self.stats.inc_value("storage/errors")

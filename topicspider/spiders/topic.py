@@ -8,8 +8,12 @@ default, only a seed or a relevant page has its links followed. Each HTML page i
 :func:`topicspider.analysis.analyse_page`, in a worker process of
 :mod:`topicspider.pagepool` (``PAGE_PROCESSES``). Settings it reads: ``URL_STRIP_TRAILING_SLASH``,
 ``EXTRACT_TEXT_MAX_CHARS``, ``EXTRACT_EMAIL_MAX_CHARS``, ``EXTRACT_MAX_LINKS``, ``ROBOTS_META_OBEY``, ``ROBOTS_REL_NOFOLLOW_OBEY``,
-``TOPIC_THRESHOLD``, ``TOPIC_FOLLOW_ALL``, ``TOPIC_BEST_FIRST``, ``TOPIC_TRAIN_OUTPUT``
-and those of :mod:`topicspider.focus`. Stats: ``topic/scored``, ``topic/relevant``,
+``TOPIC_THRESHOLD``, ``TOPIC_FOLLOW_ALL``, ``TOPIC_BEST_FIRST``, ``TOPIC_TRAIN_OUTPUT``,
+``DUPLICATE_CONTENT``, ``DUPLICATE_NEAR_DISTANCE``, ``DUPLICATE_CAPACITY``
+(:mod:`topicspider.duplicates`: a page whose text a stored page has is stored as its
+alias and its links are not followed; a near duplicate is flagged) and those of
+:mod:`topicspider.focus`. Seeds go through the links' normaliser and filters
+(:func:`topicspider.config.seeds_under`). Stats: ``topic/scored``, ``topic/relevant``,
 ``topic/irrelevant``, ``topic/histogram/<lower bound>``, ``topic/threshold``,
 ``topic/links_not_followed``,
 ``topic/score_seconds``, ``pages/fetched``, ``pages/not_html``, ``pages/binary``,
@@ -17,7 +21,8 @@ and those of :mod:`topicspider.focus`. Stats: ``topic/scored``, ``topic/relevant
 ``robots/meta_noindex``, ``robots/meta_nofollow``, ``robots/rel_nofollow``,
 ``extract/text_truncated``, ``extract/title_truncated``, ``extract/email_text_truncated``,
 ``fetch/errors/<reason>``,
-``fetch/ignored``, ``pagepool/restarts``, ``pagepool/lost``, ``seeds/from_redis``,
+``fetch/ignored``, ``pagepool/restarts``, ``pagepool/lost``, ``duplicates/exact``,
+``duplicates/near``, ``duplicates/near_bits/<bits>``, ``seeds/from_redis``,
 ``seeds/bad_redis_message``. With ``REDIS_URL`` (distributed mode) the seeds may be left
 out: the worker then joins the shared crawl, takes seeds pushed to the Redis start-URL
 list (``scrapy push-seeds``), and stops once the cluster has been idle for
@@ -49,14 +54,24 @@ from w3lib.encoding import http_content_type_encoding
 from topicspider.analysis import Page, PageAnalysis, PageRules
 from topicspider.cluster import GIVE_BACK_META, redis_url
 from topicspider.config import (
-    ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds, url_rules_from,
+    ConfigError,
+    get_bool,
+    get_float,
+    get_int,
+    near_distance_from,
+    parse_depth,
+    parse_seeds,
+    seed_under,
+    seeds_under,
+    url_rules_from,
 )
+from topicspider.duplicates import ContentIndex
 from topicspider.encoding import looks_binary
 from topicspider.focus import (
     TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments, threshold_setting,
 )
 from topicspider.items import PageItem
-from topicspider.ledger import IRRELEVANT
+from topicspider.ledger import DUPLICATE, IRRELEVANT
 from topicspider.middlewares.redirect import RedirectLoop
 from topicspider.middlewares.robots import RobotsUnreachable
 from topicspider.pagepool import QUARANTINED, PageLost, PagePool, PagePoolFailed, SiteQuarantined
@@ -151,6 +166,7 @@ class TopicSpider(scrapy.Spider):
         parse_depth(depth)
         arguments = parse_topic_arguments(topic, train, negatives, labels)
         if settings is not None:
+            seed_urls = seeds_under(seed_urls, url_rules_from(settings))
             check_topic_arguments(settings, arguments, seed_urls)
 
     @classmethod
@@ -171,7 +187,11 @@ class TopicSpider(scrapy.Spider):
             best_first=get_bool(settings, "TOPIC_BEST_FIRST"),
             search_index=get_bool(settings, "SEARCH_INDEX"),
             store_all=get_bool(settings, "TOPIC_STORE_ALL"),
+            content_digest=get_bool(settings, "DUPLICATE_CONTENT"),
+            simhash=near_distance_from(settings) is not None,
         )
+        spider.contents = ContentIndex(get_int(settings, "DUPLICATE_CAPACITY"), near_distance_from(settings))
+        spider.seed_urls = seeds_under(spider.seed_urls, spider.rules.url_rules)
         spider.pages = PagePool.from_crawler(crawler)
         crawler.signals.connect(spider._start_pages, signal=signals.spider_opened)
         crawler.signals.connect(spider.pages.close, signal=signals.spider_closed)
@@ -258,7 +278,7 @@ class TopicSpider(scrapy.Spider):
                 raise ValueError("not UTF-8")
             if text.startswith("{"):
                 text = str(json.loads(text)["url"])
-            return request_url(text)
+            return seed_under(request_url(text), self.rules.url_rules)
         except Exception as exc:  # noqa: BLE001 - nested JSON raises RecursionError, and the next entry may be good
             self._count("seeds/bad_redis_message")
             self.logger.error("Ignored a bad entry in the Redis start-URL list: %s (%s)",
@@ -371,6 +391,9 @@ class TopicSpider(scrapy.Spider):
             item.relevance_terms = analysis.relevance.explain()
             item.relevant = self._record(analysis.relevance, response)
         self._scored(response, analysis.relevance)
+        if analysis.content_digest is not None and self._is_duplicate(item, analysis, response):
+            yield item  # stored as an alias of the page it repeats; its links are that page's
+            return
         if analysis.dropped:
             self.crawler.signals.send_catch_log(links_dropped, links=analysis.dropped)
         if not analysis.noindex:
@@ -380,6 +403,23 @@ class TopicSpider(scrapy.Spider):
             if link.priority is not None:
                 request.priority = link.priority
             yield request
+
+    def _is_duplicate(self, item: PageItem, analysis: PageAnalysis, response: Response) -> bool:
+        """Whether the page repeats the text of one stored before; a near duplicate is
+        flagged on its item."""
+        assert analysis.content_digest is not None
+        verdict = self.contents.check(item.url, analysis.content_digest, analysis.simhash)
+        if verdict.near_duplicate_of is not None:
+            item.near_duplicate_of = verdict.near_duplicate_of
+            self._count("duplicates/near")
+            self._count(f"duplicates/near_bits/{verdict.bits}")
+        if verdict.duplicate_of is None:
+            return False
+        item.duplicate_of = verdict.duplicate_of
+        response.meta[DROPPED_META] = DUPLICATE
+        self._count("duplicates/exact")
+        self.logger.debug("%s repeats the text of %s", item.url, item.duplicate_of)
+        return True
 
     def _page_lost(self, response: Response, site: str, exc: PageLost) -> None:
         if isinstance(exc, SiteQuarantined):

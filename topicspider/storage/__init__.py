@@ -68,12 +68,21 @@ class Store(Protocol):
 
 @dataclass
 class BatchOutcome:
-    written: int = 0
+    written: int = 0  # pages, aliases apart
     emails: int = 0
     refused: list[tuple[PageItem, str]] = field(default_factory=list)  # with the database's reason
+    aliases: int = 0  # pages stored as aliases of another (duplicate_of)
 
     def __add__(self, other: BatchOutcome) -> BatchOutcome:
-        return BatchOutcome(self.written + other.written, self.emails + other.emails, self.refused + other.refused)
+        return BatchOutcome(self.written + other.written, self.emails + other.emails, self.refused + other.refused,
+                            self.aliases + other.aliases)
+
+
+def split_aliases(items: Sequence[PageItem]) -> tuple[list[PageItem], list[PageItem]]:
+    """The pages to store as such, and the aliases: pages whose text one stored before
+    has (``duplicate_of``)."""
+    pages = [item for item in items if item.duplicate_of is None]
+    return pages, [item for item in items if item.duplicate_of is not None]
 
 
 def write_isolating(store: Store, pages: Sequence[PageItem]) -> BatchOutcome:
@@ -82,7 +91,9 @@ def write_isolating(store: Store, pages: Sequence[PageItem]) -> BatchOutcome:
     pages it refuses are set aside. A retryable :class:`StorageError` is raised, for the
     caller to try the whole batch again (pages are upserted, so rewriting is harmless)."""
     try:
-        return BatchOutcome(len(pages), store.write_pages(pages))
+        emails = store.write_pages(pages)
+        aliases = sum(page.duplicate_of is not None for page in pages)
+        return BatchOutcome(len(pages) - aliases, emails, aliases=aliases)
     except StorageError as exc:
         if exc.retryable:
             raise

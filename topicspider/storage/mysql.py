@@ -41,7 +41,7 @@ from topicspider.config import ConfigError
 from topicspider.fingerprint import identity_digest
 from topicspider.items import PageItem
 from topicspider.search.index import pages_terms, update_index
-from topicspider.storage import StorageError, chunks
+from topicspider.storage import StorageError, chunks, split_aliases
 from topicspider.storage.dialect import MYSQL, Dialect
 from topicspider.storage.seen import SeenURL, URLState
 from topicspider.urls import mask_url
@@ -68,7 +68,7 @@ RETRYABLE_CODES = frozenset({
 })
 
 TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -166,17 +166,38 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     5: ("ALTER TABLE urls ADD COLUMN frontier ENUM('waiting', 'finished') NULL,"
         " ADD COLUMN request MEDIUMBLOB NULL",
         "UPDATE urls SET frontier = 'finished'"),
+    # Duplicate content (topicspider.duplicates): a page whose text an earlier one has is
+    # an alias of it, and a page nearly the same as an earlier one says which.
+    6: ("ALTER TABLE pages ADD COLUMN near_duplicate_of TEXT NULL",
+        f"""CREATE TABLE IF NOT EXISTS page_aliases (
+            url_hash BINARY(16) NOT NULL PRIMARY KEY,
+            url TEXT NOT NULL,
+            duplicate_of TEXT NOT NULL,
+            duplicate_of_hash BINARY(16) NOT NULL,
+            depth INT NOT NULL,
+            http_status SMALLINT UNSIGNED NOT NULL,
+            fetched_at DATETIME NOT NULL,
+            KEY page_aliases_by_page (duplicate_of_hash)
+        ) {TABLE_OPTIONS}"""),
 }
 
 UPSERT_PAGE = """
 INSERT INTO pages (url_hash, url, title, depth, http_status, fetched_at, relevance, relevance_terms, text,
-                   content_type, encoding, content_length)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                   content_type, encoding, content_length, near_duplicate_of)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON DUPLICATE KEY UPDATE
     url = VALUES(url), title = VALUES(title), depth = LEAST(depth, VALUES(depth)),
     http_status = VALUES(http_status), fetched_at = VALUES(fetched_at),
     relevance = VALUES(relevance), relevance_terms = VALUES(relevance_terms), text = VALUES(text), content_type = VALUES(content_type),
-    encoding = VALUES(encoding), content_length = VALUES(content_length)
+    encoding = VALUES(encoding), content_length = VALUES(content_length),
+    near_duplicate_of = VALUES(near_duplicate_of)
+"""
+UPSERT_ALIAS = """
+INSERT INTO page_aliases (url_hash, url, duplicate_of, duplicate_of_hash, depth, http_status, fetched_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+ON DUPLICATE KEY UPDATE
+    duplicate_of = VALUES(duplicate_of), duplicate_of_hash = VALUES(duplicate_of_hash),
+    depth = LEAST(depth, VALUES(depth)), http_status = VALUES(http_status), fetched_at = VALUES(fetched_at)
 """
 # Every value a parameter, so that pymysql's executemany sends multi-row INSERTs. A URL
 # queued again (a retry) waits again; a finished one lets go of its request. Its state
@@ -358,8 +379,14 @@ def _page_row(page: PageItem) -> tuple[Any, ...]:
     return (
         identity_digest(page.url), page.url, page.title, page.depth, page.http_status, _utc(page.fetched_at),
         page.relevance, None if page.relevance_terms is None else page.relevance_terms[:500], page.text,
-        page.content_type[:255], page.encoding[:64], page.content_length,
+        page.content_type[:255], page.encoding[:64], page.content_length, page.near_duplicate_of,
     )
+
+
+def _alias_row(alias: PageItem) -> tuple[Any, ...]:
+    assert alias.duplicate_of is not None
+    return (identity_digest(alias.url), alias.url, alias.duplicate_of, identity_digest(alias.duplicate_of),
+            alias.depth, alias.http_status, _utc(alias.fetched_at))
 
 
 class MySQLStore(_Connected):
@@ -369,9 +396,10 @@ class MySQLStore(_Connected):
         super().__init__(database_url)
         self.index = index
 
-    def write_pages(self, pages: Sequence[PageItem]) -> int:
+    def write_pages(self, items: Sequence[PageItem]) -> int:
+        pages, aliases = split_aliases(items)
         terms = pages_terms(pages) if self.index else None
-        result: int = self._run(self._write, pages, terms)
+        result: int = self._run(self._write, pages, aliases, terms)
         return result
 
     def transaction(self, work: Callable[[Any, Dialect], T], *, write: bool = False) -> T:
@@ -385,8 +413,10 @@ class MySQLStore(_Connected):
         return result
 
     @staticmethod
-    def _write(connection: Connection[Cursor], pages: Sequence[PageItem], terms: list[Mapping[str, int]] | None) -> int:
+    def _write(connection: Connection[Cursor], pages: Sequence[PageItem], aliases: Sequence[PageItem],
+               terms: list[Mapping[str, int]] | None) -> int:
         with connection.cursor() as cursor:
+            cursor.executemany(UPSERT_ALIAS, [_alias_row(alias) for alias in aliases])
             # pymysql sends this as multi-row INSERTs, not one statement per page.
             cursor.executemany(UPSERT_PAGE, [_page_row(page) for page in pages])
             ids = _page_ids(cursor, [identity_digest(page.url) for page in pages])

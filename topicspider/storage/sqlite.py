@@ -15,13 +15,13 @@ from urllib.parse import unquote, urlsplit
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
 from topicspider.search.index import pages_terms, update_index
-from topicspider.storage import StorageError, chunks
+from topicspider.storage import StorageError, chunks, split_aliases
 from topicspider.storage.dialect import SQLITE, Dialect
 from topicspider.urls import mask_url
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -88,18 +88,37 @@ MIGRATIONS: dict[int, str] = {
         labelled_at REAL NOT NULL
     );
     """,
+    # Duplicate content (topicspider.duplicates): a page whose text an earlier one has is
+    # an alias of it, and a page nearly the same as an earlier one says which.
+    4: """
+    ALTER TABLE pages ADD COLUMN near_duplicate_of TEXT;
+    CREATE TABLE page_aliases (
+        url TEXT PRIMARY KEY,
+        duplicate_of TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        http_status INTEGER NOT NULL,
+        fetched_at TEXT NOT NULL
+    );
+    CREATE INDEX page_aliases_by_page ON page_aliases (duplicate_of);
+    """,
 }
 
 UPSERT_PAGE = """
 INSERT INTO pages (url, title, depth, http_status, fetched_at, relevance, relevance_terms, text,
-                   content_type, encoding, content_length)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   content_type, encoding, content_length, near_duplicate_of)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (url) DO UPDATE SET
     title = excluded.title, depth = MIN(pages.depth, excluded.depth),
     http_status = excluded.http_status, fetched_at = excluded.fetched_at,
     relevance = excluded.relevance, relevance_terms = excluded.relevance_terms, text = excluded.text,
     content_type = excluded.content_type, encoding = excluded.encoding,
-    content_length = excluded.content_length
+    content_length = excluded.content_length, near_duplicate_of = excluded.near_duplicate_of
+"""
+UPSERT_ALIAS = """
+INSERT INTO page_aliases (url, duplicate_of, depth, http_status, fetched_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (url) DO UPDATE SET
+    duplicate_of = excluded.duplicate_of, depth = MIN(page_aliases.depth, excluded.depth),
+    http_status = excluded.http_status, fetched_at = excluded.fetched_at
 """
 
 
@@ -151,14 +170,17 @@ class SQLiteStore:
         except (ValueError, TypeError, UnicodeError) as exc:  # a value SQLite cannot take
             raise StorageError(f"{type(exc).__name__}: {exc}") from exc
 
-    def _write(self, pages: Sequence[PageItem]) -> int:
+    def _write(self, items: Sequence[PageItem]) -> int:
+        pages, aliases = split_aliases(items)
         terms = pages_terms(pages) if self.index else None
         cursor = self.connection.cursor()
         cursor.execute("BEGIN IMMEDIATE")
         try:
+            cursor.executemany(UPSERT_ALIAS, [
+                (a.url, a.duplicate_of, a.depth, a.http_status, a.fetched_at) for a in aliases])
             cursor.executemany(UPSERT_PAGE, [
                 (p.url, p.title, p.depth, p.http_status, p.fetched_at, p.relevance, p.relevance_terms, p.text,
-                 p.content_type, p.encoding, p.content_length)
+                 p.content_type, p.encoding, p.content_length, p.near_duplicate_of)
                 for p in pages
             ])
             ids = self._page_ids(cursor, [p.url for p in pages])
