@@ -14,7 +14,7 @@ COMMANDS_MODULE = "topicspider.commands"
 USER_AGENT = f"topicspider/{__version__} (+https://github.com/topicspider/topicspider)"
 ROBOTSTXT_OBEY = True
 DOWNLOAD_DELAY = 2.0
-DOWNLOAD_DELAY_JITTER = 0.5  # randomised upwards only, see middlewares/pacing.py
+DOWNLOAD_DELAY_JITTER = 0.0  # none, as Nutch and Heritrix; upwards only when set, see middlewares/pacing.py
 # Each host gets at most CONCURRENT_REQUESTS_PER_DOMAIN, and the frontier gives a host a
 # request only when it can take one; the global limit bounds how many hosts are crawled
 # at once, each with a request waiting out its delay.

@@ -7,7 +7,8 @@ Enabled by ``topicspider.middlewares.pacing.PacingMiddleware`` in
 :class:`topicspider.middlewares.clusterpacing.ClusterPacingMiddleware` replaces it). Scrapy's downloader keeps one slot per host name and
 waits ``slot.delay`` between starts there, but its jitter (``DOWNLOAD_DELAY_JITTER``)
 shortens some gaps to half the delay; this middleware sets each slot's delay itself,
-randomised only upwards: ``delay * (1 + uniform(0, jitter))``. The delay of a host
+randomised only upwards when a jitter is set: ``delay * (1 + uniform(0, jitter))``. The
+default is none, as in Nutch and Heritrix: a random wait only slows each host down. The delay of a host
 is the largest of ``DOWNLOAD_DELAY``, the host's ``DOWNLOAD_SLOTS`` delay and what its
 robots.txt asks for. Settings: ``DOWNLOAD_DELAY``, ``DOWNLOAD_DELAY_JITTER``,
 ``BACKOFF_MAX_RETRIES``, ``BACKOFF_DEFAULT_DELAY``, ``BACKOFF_MAX_DELAY``. Stats:
