@@ -332,7 +332,7 @@ def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):
     (["-s", "URL_MAX_PATH_REPEATS=0"], "URL_MAX_PATH_REPEATS must be at least 1, got 0"),
     (["-a", "seeds=http://bob:s3cret@example.com/a/a/a/a/"],
      "bad seed URL 'http://bob:***@example.com/a/a/a/a/': refused by URL_MAX_PATH_REPEATS (path_repetition)"),
-    (["-s", "DUPLICATE_NEAR_DISTANCE=16"], "DUPLICATE_NEAR_DISTANCE must be from -1 to 15, got 16"),
+    (["-s", "DUPLICATE_NEAR_DISTANCE=16"], "DUPLICATE_NEAR_DISTANCE must be from -1 to 7, got 16"),
     (["-s", "DUPLICATE_NEAR_DISTANCE=-2"], "DUPLICATE_NEAR_DISTANCE must be at least -1, got -2"),
     (["-s", "DUPLICATE_NEAR_DISTANCE=three"], "DUPLICATE_NEAR_DISTANCE must be an integer, got 'three'"),
 ])

@@ -106,3 +106,18 @@ def test_aliases_are_stored_apart_and_survive_a_spill(tmp_path: Path) -> None:
             ("http://a/guide", None), ("http://a/print/guide", "http://a/guide")]
         assert db.execute("SELECT url, duplicate_of, depth FROM page_aliases").fetchall() == [
             ("http://a/guide/index.html", "http://a/guide", 2)]
+
+
+def test_a_url_is_a_page_or_an_alias_never_both(tmp_path: Path) -> None:
+    """A second crawl that meets two copies the other way round once left each URL both a
+    page and an alias of the other."""
+    from dataclasses import replace
+
+    store = open_store(f"sqlite:///{tmp_path}/t.db")
+    store.write_pages([page("http://a/one", emails=["x@a.com"]), replace(page("http://a/two"), duplicate_of="http://a/one")])
+    store.write_pages([page("http://a/two"), replace(page("http://a/one"), duplicate_of="http://a/two")])
+    store.close()
+    with sqlite3.connect(tmp_path / "t.db") as db:
+        assert db.execute("SELECT url FROM pages").fetchall() == [("http://a/two",)]
+        assert db.execute("SELECT url, duplicate_of FROM page_aliases").fetchall() == [("http://a/one", "http://a/two")]
+        assert db.execute("SELECT COUNT(*) FROM emails").fetchone() == (0,), "the old page's rows went with it"

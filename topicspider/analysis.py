@@ -18,7 +18,7 @@ from w3lib.encoding import html_to_unicode
 from topicspider.extract import (
     RawLink, base_url, extract_blocks, extract_emails, extract_links, extract_title, join_blocks, parse_html, truncate,
 )
-from topicspider.duplicates import content_digest, simhash
+from topicspider.duplicates import DIGEST_MIN_CHARS, content_digest, simhash
 from topicspider.fingerprint import identity_digest
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
 from topicspider.search.terms import document_terms
@@ -141,7 +141,7 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
     if _stored(analysis, rules):
         if rules.search_index:
             analysis.search_terms = dict(document_terms(title, body_text))
-        if rules.content_digest:
+        if rules.content_digest and len(body_text) >= DIGEST_MIN_CHARS:
             analysis.content_digest = content_digest(title, body_text)
             analysis.simhash = simhash(body_text) if rules.simhash else None
     counts["robots/meta_noindex"] += analysis.noindex

@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from topicspider.lru import LRU
 
 SIMHASH_BITS = 64
-# Blocks of at least 4 bits: the distance is at most 15.
-MAX_DISTANCE = SIMHASH_BITS // 4 - 1
+# Blocks of at least 8 bits: past that, a look-up would compare with much of the index,
+# on the reactor thread.
+MAX_DISTANCE = SIMHASH_BITS // 8 - 1
+# A text shorter than this is no page's own (a "moved" stub, a frameset): not compared.
+DIGEST_MIN_CHARS = 50
 _ALL_BITS = (1 << SIMHASH_BITS) - 1
 # Of the text, read for the SimHash: enough shingles to tell pages apart (about 1,100 of
 # English), at about a millisecond a page.
@@ -107,8 +110,8 @@ class NearDuplicateIndex:
         return len(self.urls)
 
     def nearest(self, value: int) -> tuple[str, int] | None:
-        """The URL of the closest SimHash within the distance (the earliest of equals),
-        and how many bits apart; None if there is none."""
+        """The URL of a closest SimHash within the distance, and how many bits apart;
+        None if there is none."""
         best: tuple[int, int] | None = None  # (bits, SimHash)
         for (turn, width), table in zip(self.blocks, self.tables):
             turned = _turn(value, turn)

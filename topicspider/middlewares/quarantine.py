@@ -6,8 +6,9 @@ a host's queue after ``fetcher.max.exceptions.per.queue``.
 Enabled by ``topicspider.middlewares.quarantine.QuarantineMiddleware`` in
 ``DOWNLOADER_MIDDLEWARES``, with ``PAGE_SITE_MAX_LOST`` above 0 (the default, 3). A
 site is the seed's (``meta["site"]``); its requests end as errors (``site quarantined``
-in the ledger) and stay waiting in a ``JOBDIR``'s durable frontier, for a resume to try
-them again. In distributed mode each worker quarantines for itself. Stats:
+in the ledger); with a ``JOBDIR`` they stay waiting in its durable frontier, for a
+resume to try them again. In distributed mode each worker quarantines for itself, and
+the site's requests it leases end so for the whole cluster. Stats:
 ``quarantine/dropped``.
 """
 

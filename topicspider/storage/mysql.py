@@ -168,8 +168,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "UPDATE urls SET frontier = 'finished'"),
     # Duplicate content (topicspider.duplicates): a page whose text an earlier one has is
     # an alias of it, and a page nearly the same as an earlier one says which.
-    6: ("ALTER TABLE pages ADD COLUMN near_duplicate_of TEXT NULL",
-        f"""CREATE TABLE IF NOT EXISTS page_aliases (
+    # The ALTER last: MySQL commits each statement, and only CREATE ... IF NOT EXISTS
+    # can run again after a failure.
+    6: (f"""CREATE TABLE IF NOT EXISTS page_aliases (
             url_hash BINARY(16) NOT NULL PRIMARY KEY,
             url TEXT NOT NULL,
             duplicate_of TEXT NOT NULL,
@@ -178,7 +179,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             http_status SMALLINT UNSIGNED NOT NULL,
             fetched_at DATETIME NOT NULL,
             KEY page_aliases_by_page (duplicate_of_hash)
-        ) {TABLE_OPTIONS}"""),
+        ) {TABLE_OPTIONS}""",
+        "ALTER TABLE pages ADD COLUMN near_duplicate_of TEXT NULL"),
 }
 
 UPSERT_PAGE = """
@@ -416,6 +418,9 @@ class MySQLStore(_Connected):
     def _write(connection: Connection[Cursor], pages: Sequence[PageItem], aliases: Sequence[PageItem],
                terms: list[Mapping[str, int]] | None) -> int:
         with connection.cursor() as cursor:
+            # A URL is a page or an alias, never both: another crawl may meet copies in another order.
+            cursor.executemany("DELETE FROM pages WHERE url_hash = %s", [identity_digest(a.url) for a in aliases])
+            cursor.executemany("DELETE FROM page_aliases WHERE url_hash = %s", [identity_digest(p.url) for p in pages])
             cursor.executemany(UPSERT_ALIAS, [_alias_row(alias) for alias in aliases])
             # pymysql sends this as multi-row INSERTs, not one statement per page.
             cursor.executemany(UPSERT_PAGE, [_page_row(page) for page in pages])

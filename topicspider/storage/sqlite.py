@@ -176,6 +176,9 @@ class SQLiteStore:
         cursor = self.connection.cursor()
         cursor.execute("BEGIN IMMEDIATE")
         try:
+            # A URL is a page or an alias, never both: another crawl may meet copies in another order.
+            cursor.executemany("DELETE FROM pages WHERE url = ?", [(a.url,) for a in aliases])
+            cursor.executemany("DELETE FROM page_aliases WHERE url = ?", [(p.url,) for p in pages])
             cursor.executemany(UPSERT_ALIAS, [
                 (a.url, a.duplicate_of, a.depth, a.http_status, a.fetched_at) for a in aliases])
             cursor.executemany(UPSERT_PAGE, [
