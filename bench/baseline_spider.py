@@ -9,8 +9,9 @@ Run outside the project (no ``scrapy.cfg`` above the working directory, no
 
 It follows every same-host ``a[href]`` link, yields ``{url, title}`` per page, and at
 close writes ``result.json``: pages received, items, crawl seconds (spider opened to
-spider closed, on the monotonic clock, as topicspider's report measures it) and the
-bot name, which tells whether a project's settings leaked in.
+spider closed, on the monotonic clock, as topicspider's report measures it), the
+reactor thread's CPU seconds over the same span, and the bot name, which tells
+whether a project's settings leaked in.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from time import monotonic
+from time import monotonic, thread_time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -53,6 +54,7 @@ class BaselineSpider(scrapy.Spider):
         self.host = urlsplit(url).netloc
         self.result_path = result
         self.opened_at = 0.0
+        self.reactor_cpu_at = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BaselineSpider:
@@ -62,6 +64,7 @@ class BaselineSpider(scrapy.Spider):
 
     def spider_opened(self) -> None:
         self.opened_at = monotonic()
+        self.reactor_cpu_at = thread_time()  # signals run on the reactor thread
 
     def parse(self, response: Response) -> Iterator[dict[str, Any] | Request]:
         yield {"url": response.url, "title": response.css("title::text").get()}
@@ -72,6 +75,7 @@ class BaselineSpider(scrapy.Spider):
 
     def closed(self, reason: str) -> None:
         elapsed = monotonic() - self.opened_at
+        reactor_cpu = thread_time() - self.reactor_cpu_at
         if not self.result_path:
             return
         assert self.crawler.stats is not None
@@ -80,6 +84,7 @@ class BaselineSpider(scrapy.Spider):
             "pages": stats.get_value("response_received_count", 0),
             "items": stats.get_value("item_scraped_count", 0),
             "elapsed_seconds": elapsed,
+            "reactor_cpu_seconds": reactor_cpu,
             "finish_reason": reason,
             "bot_name": self.settings.get("BOT_NAME"),
         }

@@ -203,6 +203,10 @@ class Run:
     scored: int | None = None  # topic/scored
     store_writes: int = 0  # dupefilter/store_writes: URL-store rows written
     store_batches: int = 0  # dupefilter/store_batches: their transactions
+    cpu: float = 0.0  # CPU seconds of the crawler and its page-analysis processes, whole run
+    max_rss_mb: float = 0.0  # the largest resident set among them
+    reactor_cpu: float | None = None  # the reactor thread's CPU seconds, spider opened to closed
+    thirds: float | None = None  # request rate over the last third of the pages, over the first third's
 
     @property
     def rate(self) -> float:
@@ -211,6 +215,16 @@ class Run:
     @property
     def span_rate(self) -> float:
         return self.requests / self.span
+
+    @property
+    def cpu_per_1000(self) -> float:
+        """CPU seconds, all processes, per 1000 pages."""
+        return 1000 * self.cpu / self.pages
+
+    @property
+    def reactor_us(self) -> float | None:
+        """The reactor thread's CPU microseconds per page."""
+        return None if self.reactor_cpu is None else 1e6 * self.reactor_cpu / self.pages
 
     @property
     def score_ms(self) -> float | None:
@@ -413,9 +427,8 @@ class Site:
         self._log_offset += len(complete)
         return [json.loads(line) for line in complete.splitlines()]
 
-    def check_requests(self, crawler: str, workdir: Path) -> tuple[int, float]:
-        """Raise unless every page was requested and answered 200; return the count of
-        page requests and the seconds from the first one's start to the last one's end."""
+    def check_requests(self, crawler: str, workdir: Path) -> Served:
+        """Raise unless every page was requested and answered 200; what the server saw."""
         pages = [r for r in self.new_requests() if r["path"] != "/robots.txt"]
         bad = [r for r in pages if r["status"] != 200]
         missing = set(self.depths) - {r["path"] for r in pages}
@@ -425,7 +438,25 @@ class Site:
                 f"{len(missing)} of {len(self.depths)} pages were never requested "
                 f"(e.g. {sorted(missing)[:3]}); see {workdir}"
             )
-        return len(pages), max(r["end"] for r in pages) - min(r["start"] for r in pages)
+        starts = sorted(r["start"] for r in pages)
+        return Served(len(pages), max(r["end"] for r in pages) - starts[0], thirds_ratio(starts))
+
+
+@dataclass(frozen=True)
+class Served:
+    requests: int  # page requests the server saw (robots.txt excluded)
+    span: float  # first page request's start to last page request's end
+    thirds: float | None  # pages/s over the last third of the requests, over the first third's
+
+
+def thirds_ratio(starts: Sequence[float]) -> float | None:
+    """The request rate over the last third of ``starts`` (sorted), against the first
+    third's: below 1, the crawl slowed as it went."""
+    third = len(starts) // 3
+    if third < 2:
+        return None
+    first, last = starts[third] - starts[0], starts[-1] - starts[-1 - third]
+    return first / last if first > 0 and last > 0 else None
 
 
 def _baseline_env() -> dict[str, str]:
@@ -444,21 +475,36 @@ def _setting_args(settings: Mapping[str, object]) -> list[str]:
     return [arg for name, value in settings.items() for arg in ("-s", f"{name}={value}")]
 
 
+@dataclass(frozen=True)
+class Process:
+    wall: float  # the whole subprocess, interpreter start-up included
+    cpu: float  # user + system CPU seconds of the process and every process it waited for
+    max_rss_mb: float  # the largest resident set of any of them
+
+
 def _run(command: Sequence[str], workdir: Path, env: Mapping[str, str], timeout: float,
-         crawler: str) -> float:
-    """Run a crawl in ``workdir`` with its output in files there; return wall seconds."""
+         crawler: str) -> Process:
+    """Run a crawl in ``workdir`` with its output in files there; its wall time, CPU
+    time (page-analysis processes included: the crawler reaps them) and peak RSS."""
     workdir.mkdir(parents=True)
     started = time.monotonic()
     with (workdir / "stdout.txt").open("w") as out, (workdir / "stderr.txt").open("w") as err:
-        try:
-            done = subprocess.run(command, cwd=workdir, env=env, stdout=out, stderr=err,
-                                  timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            raise BenchFailure(f"{crawler} did not finish in {timeout:g}s; see {workdir}") from None
+        process = subprocess.Popen(command, cwd=workdir, env=env, stdout=out, stderr=err)
+        while True:
+            # wait4, not wait: the rusage of this child and of the children it reaped.
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - started > timeout:
+                process.kill()
+                process.wait()
+                raise BenchFailure(f"{crawler} did not finish in {timeout:g}s; see {workdir}")
+            time.sleep(0.05)
     wall = time.monotonic() - started
-    if done.returncode != 0:
-        raise BenchFailure(f"{crawler} exited with status {done.returncode}:\n{_tail(workdir / 'stderr.txt')}")
-    return wall
+    process.returncode = code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise BenchFailure(f"{crawler} exited with status {code}:\n{_tail(workdir / 'stderr.txt')}")
+    return Process(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -486,7 +532,7 @@ def run_topicspider(site: Site, workdir: Path, shared: Mapping[str, object], tim
     mysql_url = str(variant.settings.get("DATABASE_URL", ""))
     if mysql_url:
         fresh_mysql_database(mysql_url)
-    wall = _run(command, workdir, project_env(), timeout, variant.name)
+    process = _run(command, workdir, project_env(), timeout, variant.name)
     stats_path = workdir / "stats.json"
     if not stats_path.exists():
         raise BenchFailure(f"{variant.name} wrote no stats.json:\n{_tail(workdir / 'stderr.txt')}")
@@ -502,11 +548,14 @@ def run_topicspider(site: Site, workdir: Path, shared: Mapping[str, object], tim
             f"{report['errors']} errors, finish reason {report['finish_reason']!r}; "
             f"expected {expected} pages; see {workdir}"
         )
-    requests, span = site.check_requests(variant.name, workdir)
+    served = site.check_requests(variant.name, workdir)
     score_seconds = stats.get("topic/score_seconds", 0.0) if variant.topic or variant.train else None
-    return Run(variant.name, report["pages_fetched"], report["elapsed_seconds"], wall, requests, span,
-               score_seconds=score_seconds, scored=scored, store_writes=stats.get("dupefilter/store_writes", 0),
-               store_batches=stats.get("dupefilter/store_batches", 0))
+    return Run(variant.name, report["pages_fetched"], report["elapsed_seconds"], process.wall, served.requests,
+               served.span, score_seconds=score_seconds, scored=scored,
+               store_writes=stats.get("dupefilter/store_writes", 0),
+               store_batches=stats.get("dupefilter/store_batches", 0), cpu=process.cpu,
+               max_rss_mb=process.max_rss_mb, reactor_cpu=stats.get("crawl/reactor_cpu_seconds"),
+               thirds=served.thirds)
 
 
 def count_sqlite_pages(path: Path) -> int:
@@ -549,7 +598,7 @@ def run_baseline(site: Site, workdir: Path, shared: Mapping[str, object], timeou
     result_path = workdir / "result.json"
     command = [sys.executable, "-m", "scrapy", "runspider", str(BASELINE_SPIDER),
                "-a", f"url={site.url}", "-a", f"result={result_path}", *_setting_args(shared)]
-    wall = _run(command, workdir, _baseline_env(), timeout, "baseline")
+    process = _run(command, workdir, _baseline_env(), timeout, "baseline")
     if not result_path.exists():
         raise BenchFailure(f"baseline wrote no result.json:\n{_tail(workdir / 'stderr.txt')}")
     result = json.loads(result_path.read_text())
@@ -560,8 +609,10 @@ def run_baseline(site: Site, workdir: Path, shared: Mapping[str, object], timeou
             f"baseline: {result['items']} items, finish reason {result['finish_reason']!r}; "
             f"expected {len(site.depths)} pages; see {workdir}"
         )
-    requests, span = site.check_requests("baseline", workdir)
-    return Run("baseline", result["pages"], result["elapsed_seconds"], wall, requests, span)
+    served = site.check_requests("baseline", workdir)
+    return Run("baseline", result["pages"], result["elapsed_seconds"], process.wall, served.requests, served.span,
+               cpu=process.cpu, max_rss_mb=process.max_rss_mb, reactor_cpu=result.get("reactor_cpu_seconds"),
+               thirds=served.thirds)
 
 
 def crawler_for(variant: Variant) -> Callable[[Site, Path, Mapping[str, object], float], Run]:
@@ -652,6 +703,12 @@ def print_rounds(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
     print()
 
 
+def _print_head(title: str, header: str) -> None:
+    print(title)
+    print(header)
+    print("-" * len(header))
+
+
 def print_summary(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
     """Per variant: median pages/s, ratio to the baseline (median and range over the
     rounds), the same by span rate, and the scoring cost."""
@@ -659,9 +716,7 @@ def print_summary(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
     has_baseline = "baseline" in names
     header = (f"{'variant':<9} {'pages':>6} {'crawl s':>8} {'wall s':>7} {'pages/s':>8} {'ratio to baseline':>22} "
               f"{'span p/s':>9} {'span ratio':>22} {'score ms/page':>14} {'score % of crawl':>17}")
-    print("summary: medians over the rounds; ratios are median (min-max) of the per-round ratios")
-    print(header)
-    print("-" * len(header))
+    _print_head("summary: medians over the rounds; ratios are median (min-max) of the per-round ratios", header)
     for name in names:
         runs = [r[name] for _, r in rounds]
         if has_baseline and name != "baseline":
@@ -692,6 +747,27 @@ def print_summary(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
                   f"{statistics.median(ratios):.3f}{low}")
 
 
+def _median_text(values: Sequence[float | None], form: str) -> str:
+    known = [value for value in values if value is not None]
+    return format(statistics.median(known), form) if known else "-"
+
+
+def print_costs(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
+    """Per variant, medians over the rounds: CPU seconds per 1000 pages (the crawler
+    and its page-analysis processes), the reactor thread's CPU per page, the peak
+    RSS of any one process, and how the request rate held up (last third against first)."""
+    header = (f"{'variant':<9} {'CPU s/1000 pages':>17} {'reactor µs/page':>16} {'peak RSS MB':>12} "
+              f"{'last/first third':>17}")
+    _print_head("costs: medians over the rounds (CPU: all processes, whole run, start-up included)", header)
+    for variant in variants:
+        runs = [r[variant.name] for _, r in rounds]
+        print(f"{variant.name:<9} {_median_text([r.cpu_per_1000 for r in runs], '.2f'):>17} "
+              f"{_median_text([r.reactor_us for r in runs], '.0f'):>16} "
+              f"{_median_text([r.max_rss_mb for r in runs], '.0f'):>12} "
+              f"{_median_text([r.thirds for r in runs], '.3f'):>17}")
+    print()
+
+
 def print_checks(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
     writes = {name: (sum(r[name].store_writes for _, r in rounds), sum(r[name].store_batches for _, r in rounds),
                      sum(r[name].pages for _, r in rounds)) for name in (v.name for v in variants) if name != "baseline"}
@@ -718,6 +794,7 @@ def print_checks(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
 def print_results(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
     print_rounds(variants, rounds)
     print_summary(variants, rounds)
+    print_costs(variants, rounds)
     print_checks(variants, rounds)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"finished {datetime.now().astimezone().isoformat(timespec='seconds')}; load average {load}")

@@ -3,7 +3,8 @@ worker process (``kill``), or hangs it (``hang``), or every page killing its wor
 (``always``), read concurrently by a real PagePool; or the pages of two hostile sites
 killing their workers, those of a third read (``hostile``); or workers that can no longer
 start once a page has killed one (``nostart``); or (``update``) pages read by two
-workers before and after the pool's rules change; prints what came back as JSON."""
+workers before and after the pool's rules change; or (``inline``) a pool without
+workers getting ready; prints what came back as JSON."""
 
 from __future__ import annotations
 
@@ -123,7 +124,23 @@ async def update(pool: Any) -> dict[str, Any]:
     }
 
 
+async def inline() -> dict[str, Any]:
+    """With no worker processes, pages are read on the reactor thread: the dictionaries
+    they are cut with must be loaded before the crawl, not at its first page (the
+    reactor stalled for 0.15-0.7 s, and requests already handed to the downloader left
+    that late, too close to the next one on their host)."""
+    from topicspider.search import terms
+
+    pool = PagePool(SimpleNamespace(stats=Stats()), 0, TIMEOUT)  # type: ignore[arg-type]
+    pool.start(PageRules())
+    before = terms._segmenter.cache_info().currsize
+    await pool.ready()
+    return {"loaded_before": before, "loaded_after": terms._segmenter.cache_info().currsize}
+
+
 async def main(mode: str) -> dict[str, Any]:
+    if mode == "inline":
+        return await inline()
     if mode == "update":
         pool = PagePool(SimpleNamespace(stats=Stats()), 2, TIMEOUT, FUNCTIONS[mode])  # type: ignore[arg-type]
         pool.start(PageRules())

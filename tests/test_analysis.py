@@ -164,6 +164,10 @@ def run_pool(mode: str, **environment: str) -> dict[str, object]:
     return result
 
 
+def test_without_workers_the_dictionaries_load_before_the_crawl_not_at_its_first_page() -> None:
+    assert run_pool("inline") == {"loaded_before": 0, "loaded_after": 1}
+
+
 @pytest.mark.parametrize("mode", ["kill", "hang"])
 def test_a_worker_that_dies_or_hangs_loses_only_the_page_that_did_it(mode: str) -> None:
     result = run_pool(mode)

@@ -17,6 +17,7 @@ from tests.console_tools import chromium, running_console, text_of, texts_of, wa
 from topicspider.console.app import ConsoleConfig, create_app
 from topicspider.items import PageItem
 from topicspider.localsite import generate_site
+from topicspider.search.fts5 import fts_token
 from topicspider.runner import scrapy_command
 from topicspider.storage import open_store
 from topicspider.storage.crawls import WorkerStatus, put_status
@@ -146,7 +147,8 @@ def test_a_crawl_is_started_watched_stopped_resumed_and_searched_in_a_browser(tm
 
 def searchable(database: Path, term: str) -> int:
     with sqlite3.connect(database) as db:
-        return int(db.execute("SELECT COUNT(*) FROM search_postings WHERE term = ?", (term,)).fetchone()[0])
+        found = db.execute("SELECT doc FROM search_vocab WHERE term = ?", (fts_token(term),)).fetchone()
+        return int(found[0]) if found else 0
 
 
 BLANK_CANVAS = """

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from tests.conftest import run_project
 from tests.services import query
 from topicspider.items import PageItem
 from topicspider.runner import scrapy_command
+from topicspider.search.fts5 import Fts5Index
 from topicspider.search.index import Results, idf, reindex_missing, search, unindex_pages
 from topicspider.search.snippet import Piece, as_text, highlight, snippet
 from topicspider.search.terms import TITLE_WEIGHT, document_terms, query_terms
@@ -151,8 +153,8 @@ def test_pages_stored_before_the_index_are_indexed_by_reindex(store: Store) -> N
     store.write_pages(CORPUS)
 
     def forget(cursor: Any, dialect: Any) -> None:
-        cursor.execute("DELETE FROM search_postings")
-        cursor.execute("DELETE FROM search_docs")
+        cursor.execute("SELECT id FROM pages")
+        unindex_pages(cursor, dialect, [int(row[0]) for row in cursor.fetchall()])
 
     store.transaction(forget, write=True)
     assert find(store, "新闻").total == 0
@@ -182,7 +184,8 @@ def test_a_failing_read_rolls_back_its_writes(store: Store) -> None:
     store.write_pages(CORPUS)
 
     def half_done(cursor: Any, dialect: Any) -> None:
-        cursor.execute("DELETE FROM search_postings")
+        cursor.execute("SELECT id FROM pages")
+        unindex_pages(cursor, dialect, [int(row[0]) for row in cursor.fetchall()])
         raise RuntimeError("stop")
 
     with pytest.raises(RuntimeError):
@@ -207,7 +210,7 @@ def test_a_crawl_indexes_pages_as_it_stores_them_and_scrapy_search_finds_them(cr
     database = result.workdir / "topicspider.db"
     with sqlite3.connect(database) as connection:
         pages, indexed = connection.execute(
-            "SELECT (SELECT COUNT(*) FROM pages), (SELECT COUNT(*) FROM search_docs)").fetchone()
+            "SELECT (SELECT COUNT(*) FROM pages), (SELECT COUNT(*) FROM search_fts)").fetchone()
     assert pages >= 5 and indexed == pages, "every stored page is in the index"
 
     chinese = run_project(scrapy_command("search", "公式"), result.workdir)
@@ -301,3 +304,60 @@ def page_id(store: Store, url: str) -> int:
         return int(cursor.fetchone()[0])
 
     return store.transaction(read)
+
+
+def test_query_syntax_in_a_query_is_only_words(store: Store) -> None:
+    store.write_pages([page("http://a.cn/t", "教程", "UTF 编码 NEAR 教程"), page("http://a.cn/o", "其他", "其他 内容")])
+
+    assert urls(find(store, 'NEAR("教程" "utf") OR * AND -内容 ^')) == ["http://a.cn/t", "http://a.cn/o"]
+    assert find(store, '"').total == 0
+
+
+def test_an_index_term_with_punctuation_or_spaces_stays_one_term(tmp_path: Path) -> None:
+    # The segmenter splits such runs today; a user dictionary's word may still hold them.
+    store = open_store(f"sqlite:///{tmp_path}/t.db")
+    try:
+        store.write_pages([page("http://a.cn/c", "c", "c", search_terms=Counter({"c++": 2, "utf-8": 1, "a b": 1}))])
+        frequencies = store.transaction(lambda cursor, dialect: Fts5Index.document_frequencies(
+            cursor, ["c++", "utf-8", "a b", "c", "utf", "a"]))
+    finally:
+        store.close()
+    assert frequencies == {"c++": 1, "utf-8": 1, "a b": 1}
+
+
+def test_a_page_that_becomes_an_alias_leaves_the_index(store: Store) -> None:
+    store.write_pages([page("http://a.cn/x", "足球", "足球新闻 " * 10), page("http://a.cn/y", "篮球", "篮球新闻 " * 10)])
+    store.write_pages([page("http://a.cn/x", "篮球", "篮球新闻 " * 10, duplicate_of="http://a.cn/y")])
+
+    assert find(store, "足球").total == 0
+    assert urls(find(store, "篮球")) == ["http://a.cn/y"]
+
+
+def test_an_index_of_schema_4_is_converted_with_its_ranking(tmp_path: Path) -> None:
+    from topicspider.storage.sqlite import MIGRATIONS
+
+    fresh = open_store(f"sqlite:///{tmp_path}/fresh.db")
+    fresh.write_pages(CORPUS)
+    expected = [(hit.url, round(hit.score, 9)) for hit in find(fresh, "新闻 python 体育").hits]
+    fresh.close()
+    with sqlite3.connect(tmp_path / "old.db") as old:  # as topicspider wrote it before FTS5
+        for version in range(1, 5):
+            old.executescript(f"{MIGRATIONS[version]}; PRAGMA user_version = {version};")
+        for number, item in enumerate(CORPUS, 1):
+            old.execute("INSERT INTO pages (id, url, title, depth, http_status, fetched_at, relevance, text, "
+                        "content_type, encoding, content_length) VALUES (?, ?, ?, 0, 200, ?, ?, ?, '', '', 0)",
+                        (number, item.url, item.title, NOW, item.relevance, item.text))
+            counts = document_terms(item.title, item.text)
+            old.execute("INSERT INTO search_docs VALUES (?, ?)", (number, sum(counts.values())))
+            old.executemany("INSERT INTO search_postings VALUES (?, ?, ?)",
+                            [(term, number, tf) for term, tf in counts.items()])
+
+    upgraded = open_store(f"sqlite:///{tmp_path}/old.db")
+    try:
+        converted = [(hit.url, round(hit.score, 9)) for hit in find(upgraded, "新闻 python 体育").hits]
+    finally:
+        upgraded.close()
+    assert converted == expected and len(expected) == len(CORPUS)
+    with sqlite3.connect(tmp_path / "old.db") as db:
+        assert {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'search_%'")
+                if not name.startswith("search_fts_")} == {"search_fts", "search_vocab"}

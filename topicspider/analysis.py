@@ -22,6 +22,7 @@ from topicspider.duplicates import DIGEST_MIN_CHARS, content_digest, simhash
 from topicspider.fingerprint import identity_digest
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
 from topicspider.search.terms import document_terms
+from topicspider.search.terms import segmenter as search_segmenter
 from topicspider.topic.score import PageTerms, Relevance, Topic, count_page_terms
 from topicspider.topic.segment import Segmenter
 from topicspider.urls import (
@@ -110,6 +111,18 @@ class PageAnalysis:
     # The web URLs among the page's links that will not be requested, once each, as
     # (fingerprint, reason) for the crawl's ledger (see DROPPED_LINK_REASONS).
     dropped: list[tuple[bytes, str]] = field(default_factory=list)
+
+
+def load_dictionaries(rules: PageRules) -> None:
+    """Load every dictionary pages are cut with under ``rules`` (about a second of CPU,
+    holding the GIL): in a page-analysis process as it starts, or on a thread before the
+    crawl when pages are read on the reactor thread."""
+    if rules.topic is not None:
+        rules.topic.segmenter.load()
+    if rules.count_terms is not None:
+        rules.count_terms[0].load()
+    if rules.search_index:
+        search_segmenter()
 
 
 def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:

@@ -50,7 +50,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer
 from twisted.internet.defer import Deferred, DeferredLock
 
-from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page
+from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page, load_dictionaries
 from topicspider.config import get_float, get_int
 from topicspider.reactor_tools import deferred_from_future, to_thread
 
@@ -125,10 +125,7 @@ def _exit_with_the_crawler() -> None:
 
 def _take_rules(rules: PageRules, version: int) -> None:
     global _worker_rules, _worker_version
-    if rules.topic is not None:
-        rules.topic.segmenter.load()
-    if rules.count_terms is not None:
-        rules.count_terms[0].load()
+    load_dictionaries(rules)
     _worker_rules, _worker_version = rules, version
 
 
@@ -198,6 +195,8 @@ class PagePool:
         :class:`PagePoolFailed` if they cannot start."""
         starting, self._starting = self._starting, []
         if self._executor is None:
+            if self.rules is not None:  # pages are read on the reactor thread: never load there
+                await to_thread(load_dictionaries, self.rules)
             return
         failure = await _start_failure(starting)
         if failure is None:
@@ -209,6 +208,8 @@ class PagePool:
 
     async def update(self, rules: PageRules) -> None:
         """Read the pages analysed from now on under ``rules``."""
+        if not self.processes:  # a topic's dictionary, loaded off the reactor thread that will read the pages
+            await to_thread(load_dictionaries, rules)
         pickled = await to_thread(pickle.dumps, rules, pickle.HIGHEST_PROTOCOL) if self.processes else None
         self.rules, self._pickled_rules = rules, pickled
         self.version += 1

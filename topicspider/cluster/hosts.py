@@ -22,7 +22,9 @@ FOREVER = 1e9  # seconds: no longest wait
 @dataclass(frozen=True)
 class Booking:
     booked: bool  # the ticket is taken
-    wait: float  # seconds until the booked start, or until the host's next start; -1: host full
+    # Seconds until the booked start (negative: past, the ticket asked again), or until
+    # the host's next start; -1 and not booked: the host is full.
+    wait: float
     start: str = ""  # booked: the start and the host's next start after it, as Redis has them
     next_start: str = ""
 
@@ -38,7 +40,9 @@ class Booking:
 # wait. Booking, rather than asking again when the time has come, keeps each host's
 # bookings first come, first served across the workers: a worker that waited cannot
 # lose the start to one that asks just then. Asking again with a ticket already taken
-# (its reply was lost) returns its booking. (Strings: Redis truncates Lua numbers.)
+# (its reply was lost) returns its booking, its wait negative once its start is past:
+# the asker can tell that its request would leave late, too close to the next booked
+# start, and book again. (Strings: Redis truncates Lua numbers.)
 ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -46,7 +50,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local taken = redis.call('ZSCORE', KEYS[2], ARGV[3])
 if taken then
   local start = tonumber(taken) - tonumber(ARGV[4])
-  return {1, tostring(math.max(0, start - now)), tostring(start), ''}
+  return {1, tostring(start - now), tostring(start), ''}
 end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return {0, '-1'} end
 local start = math.max(now, tonumber(redis.call('HGET', KEYS[1], 'next') or '0'))

@@ -14,7 +14,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from time import monotonic
+from time import monotonic, process_time, thread_time
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -93,6 +93,7 @@ class CrawlReport:
         self.spill_file: str = crawler.settings.get("STORAGE_SPILL_FILE") or ""
         self.crawl_log = crawler.settings.get("CRAWL_LOG") or ""
         self.started = monotonic()
+        self.cpu_started = (0.0, 0.0)
         self.elapsed: float | None = None
         self.reason = ""
 
@@ -106,9 +107,15 @@ class CrawlReport:
 
     def spider_opened(self) -> None:
         self.started = monotonic()
+        self.cpu_started = (thread_time(), process_time())
 
     def spider_closed(self, reason: str) -> None:
         self.elapsed, self.reason = monotonic() - self.started, reason
+        # CPU the crawl cost the reactor thread alone (signals run on it), and the whole
+        # process; what a page costs the reactor is what bounds a crawl's rate.
+        reactor, process = (now - then for now, then in zip((thread_time(), process_time()), self.cpu_started))
+        self.stats.set_value("crawl/reactor_cpu_seconds", round(reactor, 3))
+        self.stats.set_value("crawl/process_cpu_seconds", round(process, 3))
 
     def engine_stopped(self) -> None:
         if self.elapsed is None:

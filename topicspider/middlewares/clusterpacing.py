@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import uuid
 from time import monotonic
 from typing import TYPE_CHECKING, Any
@@ -59,8 +60,11 @@ logger = logging.getLogger(__name__)
 # stays at or above the delay (measured: up to 15 ms of lag, 3 workers on 2 CPUs).
 HANDOFF_MARGIN = 0.02
 # A ticket whose request is this much later than its booked start (a stalled or
-# descheduled worker: 60 ms was seen) could leave too close to the next one, booked by
-# another worker: it is handed back and a new one booked, up to STALE_RETRIES times.
+# descheduled worker: 60 ms was seen; or a ticket asked again after a lost reply, whose
+# start had passed: 66 ms from the next worker's request, through a Redis restart)
+# could leave too close to the next one, booked by another worker: it is handed back
+# and a new one booked, up to STALE_RETRIES times. Lateness counts from the question to
+# Redis (see lateness()), not from the answer, which a busy process may read late.
 STALE_TICKET = HANDOFF_MARGIN / 2
 STALE_RETRIES = 3
 # A worker's first request to a host opens a connection, which takes the reactor a few
@@ -81,6 +85,15 @@ DECLINE_OVER = 0.02
 # A ticket outlives the longest download, so a worker that dies frees its place.
 TICKET_MARGIN = 30.0
 THREADS = 4
+
+
+def lateness(now: float, asked: float, round_trip: float, wait: float) -> float:
+    """How late a request leaving ``now`` is for a start booked ``wait`` seconds after
+    Redis answered a question sent at ``asked``. Redis is taken to have answered half the
+    quickest round trip after the question (the rest of a slower one is this process's
+    delay: a thread that could not read the answer while the reactor held the GIL read
+    it late, with the start already nearer, or past)."""
+    return now - asked - round_trip / 2 - wait
 
 
 class ClusterPacingMiddleware(PacingMiddleware):
@@ -104,6 +117,9 @@ class ClusterPacingMiddleware(PacingMiddleware):
         # -s SCHEDULER may replace it): any other would drop it as seen.
         self.may_decline = issubclass(load_object(settings["SCHEDULER"]), ClusterScheduler)
         self.logged_error = False
+        # The quickest round trip to Redis so far (measured by every question before its
+        # answer is used; threads racing to lower it lose nothing).
+        self.round_trip = math.inf
         for pool in (self.pool, self.updates):
             crawler.signals.connect(pool.start, signal=signals.engine_started)
             crawler.signals.connect(pool.stop, signal=signals.engine_stopped)
@@ -152,7 +168,7 @@ class ClusterPacingMiddleware(PacingMiddleware):
                 await sleep(ERROR_RETRY)
                 waited = True
                 continue
-            booking, answered = reply
+            booking, asked = reply
             if booking.full:
                 await sleep(poll)
                 poll = min(poll * 2, IN_FLIGHT_POLL_MAX)
@@ -165,7 +181,8 @@ class ClusterPacingMiddleware(PacingMiddleware):
             if booking.wait > 0:
                 await sleep(booking.wait)
                 waited = True
-            if delay and monotonic() - answered - booking.wait > STALE_TICKET and stale < STALE_RETRIES:
+            late = lateness(monotonic(), asked, self.round_trip, booking.wait)
+            if delay and late > STALE_TICKET and stale < STALE_RETRIES:
                 stale += 1
                 self.stats.inc_value("pacing/cluster_stale_tickets")
                 self._in_background("hand back a ticket on", host, self.tickets.unbook, host, ticket, booking)
@@ -186,8 +203,8 @@ class ClusterPacingMiddleware(PacingMiddleware):
 
     async def _acquire(self, host: str, delay: float, ticket: str, lifetime: float,
                        longest_wait: float) -> tuple[Booking, float] | None:
-        """The host's answer, and when it came (monotonic, on the thread that asked);
-        None when Redis failed."""
+        """The host's answer, and when it was asked for (monotonic, on the thread that
+        asked); None when Redis failed."""
         try:
             return await in_thread(self.pool, self._acquire_now, host, delay, ticket, lifetime, longest_wait)
         except Exception as exc:  # noqa: BLE001 - Redis failed: wait and ask again, never go unpaced
@@ -196,9 +213,12 @@ class ClusterPacingMiddleware(PacingMiddleware):
 
     def _acquire_now(self, host: str, delay: float, ticket: str, lifetime: float,
                      longest_wait: float) -> tuple[Booking, float]:
-        # The answer's time is taken here, not on the reactor: the reactor's lag in
-        # taking the answer is part of how late the request leaves.
-        return self.tickets.acquire(host, delay, self.limit, ticket, lifetime, longest_wait), monotonic()
+        # The times are taken here, not on the reactor: the reactor's lag in taking the
+        # answer is part of how late the request leaves.
+        asked = monotonic()
+        booking = self.tickets.acquire(host, delay, self.limit, ticket, lifetime, longest_wait)
+        self.round_trip = min(self.round_trip, monotonic() - asked)
+        return booking, asked
 
     def _redis_failed(self, action: str, host: str, exc: Exception) -> None:
         self.stats.inc_value("pacing/cluster_errors")

@@ -1,18 +1,13 @@
-"""The search index's SQL, the same for SQLite and MySQL/MariaDB.
+"""The search index's writes and queries, on either storage backend.
 
-Two tables (created by each backend's schema migrations):
+Each backend keeps the index its own way, behind the same operations: SQLite in an FTS5
+table (:mod:`topicspider.search.fts5`), MySQL/MariaDB in two plain tables of postings
+(:mod:`topicspider.search.postings`). Both rank by the same Okapi BM25, with Lucene's
+always-positive IDF.
 
-* ``search_docs (page_id, length)``: every indexed page and its number of index terms;
-* ``search_postings (term, page_id, tf)``: each term of each page with its weighted count,
-  keyed by (term, page), so a look-up reads one index range per query term.
-
-Pages are indexed in the transaction that stores them (:func:`index_pages`), so the index
-grows during a crawl and never disagrees with ``pages``. A query is ranked by Okapi BM25,
-computed by the database over the query terms' postings only; the terms' document
-frequencies are read first, so that their IDF reaches the query as parameters (SQLite has
-no ``LN()`` in every build).
-
-The functions take a DB-API cursor and a :class:`Dialect`; every value is a parameter.
+Pages are indexed in the transaction that stores them (:func:`update_index`), so the
+index grows during a crawl and never disagrees with ``pages``. The functions take a
+DB-API cursor and a :class:`Dialect`; every value is a parameter.
 """
 
 from __future__ import annotations
@@ -20,20 +15,34 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from topicspider.items import PageItem
+from topicspider.search.fts5 import Fts5Index
+from topicspider.search.postings import PostingsIndex
 from topicspider.search.snippet import Piece, highlight, snippet
 from topicspider.search.terms import document_terms, query_terms
 from topicspider.storage import chunks
 from topicspider.storage.dialect import Dialect
 from topicspider.storage.labels import labels_of
 
-# Okapi BM25's usual constants: term frequency saturation and length normalisation.
-BM25_K1 = 1.2
-BM25_B = 0.75
-# Rows per INSERT batch of postings.
-POSTINGS_CHUNK = 5000
+
+class IndexTables(Protocol):
+    """One backend's search index (its tables, written and read in the caller's transaction)."""
+
+    def write(self, cursor: Any, pages: Mapping[int, Mapping[str, int]]) -> None: ...
+    def remove(self, cursor: Any, ids: list[int]) -> None: ...
+    def unindexed(self, cursor: Any, limit: int) -> list[tuple[int, str, str]]: ...
+    def indexed(self, cursor: Any, ids: list[int]) -> set[int]: ...
+    def documents(self, cursor: Any) -> int: ...
+    def document_frequencies(self, cursor: Any, terms: list[str]) -> dict[str, int]: ...
+    def matching(self, cursor: Any, terms: list[str]) -> int: ...
+    def rank(self, cursor: Any, weights: Mapping[str, float], frequencies: Mapping[str, int], documents: int,
+             limit: int, offset: int) -> list[tuple[int, float]]: ...
+
+
+def index_tables(dialect: Dialect) -> IndexTables:
+    return Fts5Index() if dialect.name == "sqlite" else PostingsIndex()
 
 
 @dataclass
@@ -72,18 +81,8 @@ def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, Mappin
     """(Re)index ``pages``, given as (page id, its :func:`pages_terms`), inside the
     caller's transaction."""
     latest = dict(pages)  # a page stored twice in one batch: its last copy
-    if not latest:
-        return
-    unindex_pages(cursor, dialect, list(latest))
-    docs: list[tuple[int, int]] = []
-    postings: list[tuple[str, int, int]] = []
-    for page_id, counts in latest.items():
-        docs.append((page_id, sum(counts.values())))
-        postings.extend((term, page_id, count) for term, count in counts.items())
-    cursor.executemany(dialect.sql("REPLACE INTO search_docs (page_id, length) VALUES (?, ?)"), docs)
-    for start in range(0, len(postings), POSTINGS_CHUNK):
-        cursor.executemany(dialect.sql("INSERT INTO search_postings (term, page_id, tf) VALUES (?, ?, ?)"),
-                           postings[start:start + POSTINGS_CHUNK])
+    if latest:
+        index_tables(dialect).write(cursor, latest)
 
 
 def update_index(cursor: Any, dialect: Dialect, ids: list[int], terms: list[Mapping[str, int]] | None) -> None:
@@ -97,57 +96,47 @@ def update_index(cursor: Any, dialect: Dialect, ids: list[int], terms: list[Mapp
 
 
 def unindex_pages(cursor: Any, dialect: Dialect, ids: list[int]) -> None:
-    """Take ``ids`` out of the index, inside the caller's transaction: before they are
-    indexed again, or when they are stored with ``SEARCH_INDEX`` off (so that
-    :func:`reindex_missing` finds them)."""
-    for chunk in chunks(ids):
-        for table in ("search_postings", "search_docs"):
-            cursor.execute(dialect.sql(f"DELETE FROM {table} WHERE page_id IN ({dialect.marks(len(chunk))})"), chunk)
+    """Take ``ids`` out of the index, inside the caller's transaction: when they are
+    stored with ``SEARCH_INDEX`` off (so that :func:`reindex_missing` finds them)."""
+    index_tables(dialect).remove(cursor, ids)
 
 
 def unindexed_pages(cursor: Any, dialect: Dialect, limit: int) -> list[tuple[int, str, str]]:
     """Up to ``limit`` stored pages missing from the index (stored before it existed, or
     with ``SEARCH_INDEX`` off)."""
-    cursor.execute(dialect.sql(
-        "SELECT id, title, text FROM pages WHERE id NOT IN (SELECT page_id FROM search_docs) ORDER BY id LIMIT ?"),
-        (limit,))
-    return [(int(page_id), title, text) for page_id, title, text in cursor.fetchall()]
+    return index_tables(dialect).unindexed(cursor, limit)
 
 
 def still_unindexed(cursor: Any, dialect: Dialect, pages: list[tuple[int, Mapping[str, int]]]) -> list[tuple[int, Mapping[str, int]]]:
     """Those of ``pages`` the index still lacks: a crawl may have stored (and indexed)
     one since it was read."""
-    indexed: set[int] = set()
-    for chunk in chunks([page_id for page_id, _ in pages]):
-        # MySQL: locked, so that a crawl indexing one of them now waits for this transaction.
-        lock = " FOR UPDATE" if dialect.name == "mysql" else ""
-        cursor.execute(dialect.sql(f"SELECT page_id FROM search_docs WHERE page_id IN ({dialect.marks(len(chunk))})"
-                                   + lock), chunk)
-        indexed.update(int(row[0]) for row in cursor.fetchall())
+    indexed = index_tables(dialect).indexed(cursor, [page_id for page_id, _ in pages])
     return [(page_id, terms) for page_id, terms in pages if page_id not in indexed]
 
 
-def search(cursor: Any, dialect: Dialect, query: str, limit: int = 10, offset: int = 0) -> Results:
-    """The pages best matching ``query`` by BM25, ``limit`` from ``offset``."""
+def search(cursor: Any, dialect: Dialect, query: str, limit: int = 10, offset: int = 0,
+           tables: IndexTables | None = None) -> Results:
+    """The pages best matching ``query`` by BM25, ``limit`` from ``offset`` (in the
+    backend's own index tables, unless ``tables`` are given)."""
     terms = query_terms(query)
     results = Results(query, terms, 0, [], offset)
     if not terms:
         return results
-    documents, total_length = _collection(cursor)
-    frequencies = _document_frequencies(cursor, dialect, terms)
+    tables = tables or index_tables(dialect)
+    frequencies = tables.document_frequencies(cursor, terms)
     missing = [term for term in terms if term not in frequencies]
     if missing:
         # A word no page holds as such may still be inside pages' words: 北京大学 is
         # indexed as 北京 and 大学 where a page says 北京大学生.
         terms = [term for term in terms if term in frequencies] + _parts(missing)
         results.terms = terms
-        frequencies.update(_document_frequencies(cursor, dialect, [t for t in terms if t not in frequencies]))
+        frequencies.update(tables.document_frequencies(cursor, [t for t in terms if t not in frequencies]))
+    documents = tables.documents(cursor)
     if not documents or not frequencies:
         return results
-    cursor.execute(dialect.sql(
-        f"SELECT COUNT(DISTINCT page_id) FROM search_postings WHERE term IN ({dialect.marks(len(terms))})"), terms)
-    results.total = int(cursor.fetchone()[0])
-    ranked = _rank(cursor, dialect, frequencies, documents, total_length / documents, limit, offset)
+    results.total = tables.matching(cursor, list(frequencies))
+    weights = {term: idf(documents, frequency) for term, frequency in frequencies.items()}
+    ranked = tables.rank(cursor, weights, frequencies, documents, limit, offset)
     results.hits = _hits(cursor, dialect, ranked, terms)
     return results
 
@@ -160,45 +149,9 @@ def _parts(words: list[str]) -> list[str]:
     return list(parts)
 
 
-def _collection(cursor: Any) -> tuple[int, float]:
-    cursor.execute("SELECT COUNT(*), SUM(length) FROM search_docs")
-    documents, total_length = cursor.fetchone()
-    return int(documents or 0), float(total_length or 0)
-
-
-def _document_frequencies(cursor: Any, dialect: Dialect, terms: list[str]) -> dict[str, int]:
-    if not terms:
-        return {}
-    cursor.execute(dialect.sql(
-        f"SELECT term, COUNT(*) FROM search_postings WHERE term IN ({dialect.marks(len(terms))}) GROUP BY term"), terms)
-    return {term: int(count) for term, count in cursor.fetchall()}
-
-
 def idf(documents: int, frequency: int) -> float:
     """BM25's inverse document frequency, kept positive for terms in most pages (Lucene's form)."""
     return math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5))
-
-
-def _rank(cursor: Any, dialect: Dialect, frequencies: dict[str, int], documents: int, average_length: float,
-          limit: int, offset: int) -> list[tuple[int, float]]:
-    weights: list[Any] = []
-    for term, frequency in frequencies.items():
-        weights += [term, idf(documents, frequency)]
-    cases = " ".join(["WHEN ? THEN ?"] * len(frequencies))
-    # Every number a float parameter: SQLite divides integers as integers.
-    statement = f"""
-        SELECT p.page_id,
-               SUM((CASE p.term {cases} ELSE 0.0 END) * p.tf * ?
-                   / (p.tf + ? * (? + ? * d.length / ?))) AS score
-        FROM search_postings p JOIN search_docs d ON d.page_id = p.page_id
-        WHERE p.term IN ({dialect.marks(len(frequencies))})
-        GROUP BY p.page_id
-        ORDER BY score DESC, p.page_id
-        LIMIT ? OFFSET ?"""
-    parameters = [*weights, BM25_K1 + 1.0, BM25_K1, 1.0 - BM25_B, BM25_B, max(average_length, 1.0),
-                  *frequencies, limit, offset]
-    cursor.execute(dialect.sql(statement), parameters)
-    return [(int(page_id), float(score)) for page_id, score in cursor.fetchall()]
 
 
 def _hits(cursor: Any, dialect: Dialect, ranked: list[tuple[int, float]], terms: list[str]) -> list[Hit]:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Union
 from urllib.parse import unquote, urlsplit
 
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
+from topicspider.search.fts5 import SCHEMA as FTS5_SCHEMA
+from topicspider.search.fts5 import convert_postings
 from topicspider.search.index import pages_terms, update_index
 from topicspider.storage import StorageError, chunks, split_aliases
 from topicspider.storage.dialect import SQLITE, Dialect
@@ -21,9 +23,11 @@ from topicspider.urls import mask_url
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 4
-# Each entry upgrades the schema from version N-1 to N; never edit a released one.
-MIGRATIONS: dict[int, str] = {
+SCHEMA_VERSION = 5
+# Each entry upgrades the schema from version N-1 to N; never edit a released one. A
+# step is SQL, or SQL and then a function that moves data over, in the same transaction.
+Migration = Union[str, tuple[str, Callable[[sqlite3.Connection], None], str]]
+MIGRATIONS: dict[int, Migration] = {
     1: """
     CREATE TABLE pages (
         id INTEGER PRIMARY KEY,
@@ -101,6 +105,9 @@ MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX page_aliases_by_page ON page_aliases (duplicate_of);
     """,
+    # The search index moves into FTS5 (topicspider.search.fts5): its postings are
+    # converted as they are, then the plain tables go.
+    5: (FTS5_SCHEMA, convert_postings, "DROP TABLE search_postings; DROP TABLE search_docs;"),
 }
 
 UPSERT_PAGE = """
@@ -120,6 +127,17 @@ ON CONFLICT (url) DO UPDATE SET
     duplicate_of = excluded.duplicate_of, depth = MIN(page_aliases.depth, excluded.depth),
     http_status = excluded.http_status, fetched_at = excluded.fetched_at
 """
+
+
+def _statements(script: str) -> list[str]:
+    """``script``'s statements, one by one (a trigger's body kept whole)."""
+    statements, pending = [], ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    return [statement for statement in statements if statement.strip("; \n")]
 
 
 def sqlite_path(database_url: str) -> str:
@@ -157,9 +175,22 @@ class SQLiteStore:
                 f"schema version {current} is newer than this topicspider ({SCHEMA_VERSION})"
             )
         for version in range(current + 1, SCHEMA_VERSION + 1):
-            self.connection.executescript(
-                f"BEGIN; {MIGRATIONS[version]}; PRAGMA user_version = {version}; COMMIT;"
-            )
+            step = MIGRATIONS[version]
+            if isinstance(step, str):
+                self.connection.executescript(f"BEGIN; {step}; PRAGMA user_version = {version}; COMMIT;")
+                continue
+            before, move, after = step
+            self.connection.execute("BEGIN")
+            try:
+                for statement in _statements(before):
+                    self.connection.execute(statement)
+                move(self.connection)
+                for statement in _statements(after + f"; PRAGMA user_version = {version}"):
+                    self.connection.execute(statement)
+            except BaseException:
+                self.connection.execute("ROLLBACK")
+                raise
+            self.connection.execute("COMMIT")
 
     def write_pages(self, pages: Sequence[PageItem]) -> int:
         try:
