@@ -118,7 +118,10 @@ def _mysql(url: str, way: str) -> Database:
 
     def size() -> int:
         with connection.cursor() as cursor:
-            cursor.execute("ANALYZE TABLE search_docs, search_postings")
+            cursor.execute("SELECT table_name FROM information_schema.tables "
+                           "WHERE table_schema = DATABASE() AND table_name LIKE 'search%%'")
+            tables = [name for (name,) in cursor.fetchall()]
+            cursor.execute(f"ANALYZE TABLE {', '.join(tables)}")  # the sizes below are its estimates
             cursor.fetchall()
             cursor.execute("SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables "
                            "WHERE table_schema = DATABASE() AND table_name LIKE 'search%%'")

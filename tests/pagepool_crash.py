@@ -129,13 +129,28 @@ async def inline() -> dict[str, Any]:
     they are cut with must be loaded before the crawl, not at its first page (the
     reactor stalled for 0.15-0.7 s, and requests already handed to the downloader left
     that late, too close to the next one on their host)."""
-    from topicspider.search import terms
+    import threading
 
+    from topicspider.search import terms
+    from topicspider.topic.segment import Segmenter
+
+    loaded_on: list[str] = []  # the threads that loaded a dictionary
+    load = Segmenter.load
+
+    def load_telling_thread(self: Segmenter) -> None:
+        loaded_on.append("reactor" if threading.current_thread() is threading.main_thread() else "other")
+        load(self)
+
+    Segmenter.load = load_telling_thread  # type: ignore[method-assign]
     pool = PagePool(SimpleNamespace(stats=Stats()), 0, TIMEOUT)  # type: ignore[arg-type]
     pool.start(PageRules())
     before = terms._segmenter.cache_info().currsize
+    # A page before ready(): a distributed worker's or a resumed crawl's first pages come
+    # from the queue before the spider's start() has waited for the pool.
+    analysed = await pool.analyse(some_pages("early", 1)[0])
     await pool.ready()
-    return {"loaded_before": before, "loaded_after": terms._segmenter.cache_info().currsize}
+    return {"loaded_before": before, "loaded_after": terms._segmenter.cache_info().currsize,
+            "loaded_on": loaded_on, "title": analysed.title}
 
 
 async def main(mode: str) -> dict[str, Any]:

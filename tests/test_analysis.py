@@ -165,7 +165,7 @@ def run_pool(mode: str, **environment: str) -> dict[str, object]:
 
 
 def test_without_workers_the_dictionaries_load_before_the_crawl_not_at_its_first_page() -> None:
-    assert run_pool("inline") == {"loaded_before": 0, "loaded_after": 1}
+    assert run_pool("inline") == {"loaded_before": 0, "loaded_after": 1, "loaded_on": ["other"], "title": "early 0"}
 
 
 @pytest.mark.parametrize("mode", ["kill", "hang"])

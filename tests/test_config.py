@@ -7,7 +7,16 @@ from pathlib import Path
 import pytest
 from scrapy.settings import Settings
 
-from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_depth, parse_seeds, seeds_under
+from topicspider.config import (
+    ConfigError,
+    get_bool,
+    get_float,
+    get_int,
+    looks_like_a_file,
+    parse_depth,
+    parse_seeds,
+    seeds_under,
+)
 from topicspider.urls import URLRules, parse_url_filter
 
 
@@ -28,6 +37,22 @@ def test_seed_file(tmp_path: Path) -> None:
 def test_bad_seeds(value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_seeds(value)
+
+
+def test_a_seed_file_without_its_at_sign_gets_a_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("seeds.txt").write_text("http://a.com/\n")
+    for value, named in (("seeds.txt", "seeds.txt"), ("http://ok.com/,./list", "./list"),
+                         (f"{tmp_path}/seeds.txt", f"{tmp_path}/seeds.txt")):
+        with pytest.raises(ConfigError, match=f"did you mean @{named}\\?"):
+            parse_seeds(value)
+
+
+def test_what_looks_like_a_file() -> None:
+    assert looks_like_a_file("/etc/topic") and looks_like_a_file("~/t") and looks_like_a_file("topic.TXT")
+    assert looks_like_a_file("./words") and looks_like_a_file("keywords.json")
+    assert not looks_like_a_file("TCP/IP") and not looks_like_a_file("node.js") and not looks_like_a_file("电子表格")
+    assert not looks_like_a_file("http://a.com/list.txt")
 
 
 def test_empty_seed_file(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_project
+from topicspider.focus import parse_topic_arguments
 from topicspider.localsite import page_html
 
 KEYWORDS = "电子表格,公式,单元格"
@@ -177,6 +178,39 @@ def test_bad_topics_stop_before_any_request(mixed_site, serve, crawl, arguments,
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith(f"topicspider: error: {message}")
     assert site.requests() == []
+
+
+def test_a_file_given_without_its_at_sign_is_refused_with_a_hint(mixed_site, serve, crawl, tmp_path):
+    # It was taken as one keyword, "/path/to/topic.txt": every page scored 0, nothing
+    # was stored, and the crawl exited 0.
+    topic = tmp_path / "topic.txt"
+    topic.write_text("电子表格\n公式\n")
+    samples = tmp_path / "samples.txt"
+    samples.write_text(f"# samples\nhttp://127.0.0.1:1/a.html\n{topic}\n")
+    site = serve(mixed_site)
+    for arguments, hint in (({"topic": str(topic)}, f"@{topic}"), ({"topic": "公式,words.txt"}, "@words.txt"),
+                            ({"train": str(samples)}, f"@{samples}")):
+        result = crawl(site.url + "/", **arguments)
+        errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+        assert result.returncode == 2 and len(errors) == 1, result.stderr[-2000:]
+        assert errors[0].startswith("topicspider: error: ") and errors[0].endswith(f"did you mean {hint}?")
+    assert site.requests() == []
+
+
+def test_a_feed_export_writes_chinese_as_itself(mixed_site, serve, crawl):
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", depth=1, topic=KEYWORDS,
+                   settings={"TOPIC_BACKGROUND_PAGES": 0, "FEEDS": json.dumps({"pages.jsonl": {"format": "jsonlines"}})})
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    exported = (result.workdir / "pages.jsonl").read_text("utf-8")
+    assert '"title": "电子表格教程"' in exported and "\\u" not in exported
+
+
+def test_a_plain_text_sample_is_still_a_sample(tmp_path):
+    page = tmp_path / "page.txt"
+    page.write_text("电子表格里的公式与单元格。\n")
+    assert parse_topic_arguments(train=str(page)).samples == [str(page)]
 
 
 def test_empty_topic_file_is_refused(mixed_site, serve, crawl, tmp_path):

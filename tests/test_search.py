@@ -146,7 +146,7 @@ def test_a_hostile_title_comes_back_as_text(store: Store) -> None:
     hit = find(store, "新闻 DROP").hits[0]
 
     assert "".join(piece.text for piece in hit.title_pieces) == title
-    assert find(store, "'; DROP TABLE search_postings; --").total == 1
+    assert find(store, "'; DROP TABLE search_fts; --").total == 1
 
 
 def test_pages_stored_before_the_index_are_indexed_by_reindex(store: Store) -> None:
@@ -336,14 +336,15 @@ def test_a_page_that_becomes_an_alias_leaves_the_index(store: Store) -> None:
 def test_an_index_of_schema_4_is_converted_with_its_ranking(tmp_path: Path) -> None:
     from topicspider.storage.sqlite import MIGRATIONS
 
+    corpus = [*CORPUS, page("http://a.cn/empty", "", "")]  # indexed, with no terms: it counts in N
     fresh = open_store(f"sqlite:///{tmp_path}/fresh.db")
-    fresh.write_pages(CORPUS)
+    fresh.write_pages(corpus)
     expected = [(hit.url, round(hit.score, 9)) for hit in find(fresh, "新闻 python 体育").hits]
     fresh.close()
     with sqlite3.connect(tmp_path / "old.db") as old:  # as topicspider wrote it before FTS5
         for version in range(1, 5):
             old.executescript(f"{MIGRATIONS[version]}; PRAGMA user_version = {version};")
-        for number, item in enumerate(CORPUS, 1):
+        for number, item in enumerate(corpus, 1):
             old.execute("INSERT INTO pages (id, url, title, depth, http_status, fetched_at, relevance, text, "
                         "content_type, encoding, content_length) VALUES (?, ?, ?, 0, 200, ?, ?, ?, '', '', 0)",
                         (number, item.url, item.title, NOW, item.relevance, item.text))
@@ -358,6 +359,8 @@ def test_an_index_of_schema_4_is_converted_with_its_ranking(tmp_path: Path) -> N
     finally:
         upgraded.close()
     assert converted == expected and len(expected) == len(CORPUS)
+    with sqlite3.connect(tmp_path / "old.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM search_fts_docsize").fetchone() == (len(corpus),)
     with sqlite3.connect(tmp_path / "old.db") as db:
         assert {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'search_%'")
                 if not name.startswith("search_fts_")} == {"search_fts", "search_vocab"}

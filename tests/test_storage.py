@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from topicspider.config import ConfigError
 from topicspider.items import PageItem
 from topicspider.storage import open_store
-from topicspider.storage.sqlite import SCHEMA_VERSION
+from topicspider.storage.sqlite import MIGRATIONS, SCHEMA_VERSION, _statements
 from topicspider.urls import mask_url
 
 
@@ -43,6 +45,39 @@ def test_reopening_keeps_data(tmp_path: Path) -> None:
     store.close()
     with sqlite3.connect(tmp_path / "t.db") as db:
         assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (2,)
+
+
+def test_a_store_opened_while_another_process_migrates_waits_and_finds_it_done(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    with sqlite3.connect(path) as db:  # as topicspider wrote it before schema 5
+        db.execute("PRAGMA journal_mode = WAL")
+        for version in range(1, 5):
+            db.executescript(f"{MIGRATIONS[version]}; PRAGMA user_version = {version};")
+    migrator = sqlite3.connect(path, isolation_level=None)  # another process, upgrading it now
+    migrator.execute("BEGIN IMMEDIATE")
+    opened: dict[str, object] = {}
+
+    def open_it() -> None:
+        try:
+            opened["store"] = open_store(f"sqlite:///{path}")
+        except Exception as exc:  # noqa: BLE001 - the test's verdict
+            opened["error"] = exc
+
+    thread = threading.Thread(target=open_it)
+    thread.start()
+    time.sleep(0.5)  # it has read the schema's version, 4, and waits for the write lock
+    before, move, after = MIGRATIONS[5]  # type: ignore[misc]
+    for statement in _statements(before):
+        migrator.execute(statement)
+    move(migrator)
+    for statement in _statements(after + "; PRAGMA user_version = 5"):
+        migrator.execute(statement)
+    migrator.execute("COMMIT")
+    migrator.close()
+    thread.join(timeout=30)
+
+    assert "error" not in opened, opened
+    opened["store"].close()  # type: ignore[attr-defined]
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

@@ -116,6 +116,31 @@ def off_by_design(module: str, reason: str) -> NotConfigured:
     return NotConfigured()
 
 
+# What a file argument given without its "@" looks like: a path from the root, the
+# working or home directory, or a name with a list or topic file's extension.
+PATH_PREFIXES = ("/", "./", "../", "~/", ".\\", "..\\")
+LIST_FILE = re.compile(r"\.(txt|text|lst|list|csv|tsv|json|md|ya?ml|ini|conf)$", re.IGNORECASE)
+
+
+def looks_like_a_file(item: str) -> bool:
+    """Whether ``item``, given where a word or URL is expected, names an existing file
+    or looks like a file's path."""
+    item = item.strip()
+    if not item or "://" in item:
+        return False
+    return item.startswith(PATH_PREFIXES) or bool(LIST_FILE.search(item)) or Path(item).expanduser().is_file()
+
+
+def refuse_bare_file(value: str, items: list[str], argument: str) -> None:
+    """Raise :class:`ConfigError` when one of ``items`` (read from ``-a argument=value``
+    without ``@``) is a file's path, which the user surely meant as ``@file``."""
+    for item in items:
+        if looks_like_a_file(item):
+            suggestion = value.strip() if item == value.strip() else item.strip()
+            raise ConfigError(f"-a {argument}={value.strip()}: {item.strip()!r} is a file path, not a "
+                              f"{'keyword' if argument == 'topic' else 'URL'}; did you mean @{suggestion}?")
+
+
 def parse_list(value: str, what: str) -> list[str]:
     """Items from ``A,B,...`` (also split on the Chinese commas ``，`` and ``、``) or from
     ``@file``, one a line with ``#`` comments."""
@@ -130,6 +155,8 @@ def parse_seeds(value: str) -> list[str]:
     candidates = parse_list(value, "seed")
     if not candidates:
         raise ConfigError("no seed URLs given: use -a seeds=URL[,URL...] or -a seeds=@file")
+    if not value.strip().startswith("@"):
+        refuse_bare_file(value, candidates, "seeds")
     seeds: dict[str, None] = {}
     for candidate in candidates:
         try:

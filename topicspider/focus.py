@@ -44,7 +44,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import DeferredList, FirstError
 
 from topicspider.analysis import Page, PageAnalysis, PageRules
-from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_list
+from topicspider.config import ConfigError, get_bool, get_float, get_int, parse_list, refuse_bare_file
 from topicspider.encoding import better_encoding
 from topicspider.extract import extract_blocks, extract_title, html_root
 from topicspider.pagepool import PagePoolFailed
@@ -118,6 +118,9 @@ class TopicArguments:
         return bool(self.samples or self.labels or self.negatives)
 
 
+# Characters of a plain-text sample read to tell a list of samples from a sample.
+LIST_PEEK_CHARS = 65_536
+
 def parse_topic_arguments(topic: str = "", train: str = "", negatives: str = "", labels: str = "") -> TopicArguments:
     """Raise :class:`ConfigError` for a bad, empty or unreadable topic, sample list,
     negatives or labels file."""
@@ -128,9 +131,13 @@ def parse_topic_arguments(topic: str = "", train: str = "", negatives: str = "",
         read = read_topic_file(Path(topic.strip()[1:]))
         keywords, saved = (read.spec.lexicon, None) if read.segmenter is None else (None, read)
     elif topic.strip():
-        keywords = keywords_lexicon(parse_list(topic, "topic"))
+        words = parse_list(topic, "topic")
+        refuse_bare_file(topic, words, "topic")
+        keywords = keywords_lexicon(words)
     samples = [_sample(source, "training sample") for source in parse_list(train, "training")] if train.strip() else []
+    _refuse_lists_as_samples(train, samples, "train")
     negative_pages = _negatives(negatives)
+    _refuse_lists_as_samples(negatives, negative_pages, "negatives")
     label_source, label_urls = _labels(labels)
     if (negative_pages or label_source) and keywords is not None:
         raise ConfigError("negatives and labels refine a trained topic: give -a train=... or a topic saved by "
@@ -163,6 +170,30 @@ def _labels(value: str) -> tuple[str, dict[str, bool]]:
         return value, {canonical_url(request_url(url)): relevant for url, relevant in labels.items()}
     except BadURL as exc:
         raise ConfigError(f"labels file {value[1:]!r}: bad URL {exc}") from None
+
+
+def _refuse_lists_as_samples(value: str, samples: list[str], argument: str) -> None:
+    """A text file of URLs or paths given without ``@`` is a list of samples, not one:
+    learning from its lines would learn the topic of URLs."""
+    if value.strip().startswith("@"):
+        return
+    for sample in samples:
+        if "://" not in sample and Path(sample).suffix.lower() in PLAIN_TEXT_SUFFIXES and _lists_sources(Path(sample)):
+            raise ConfigError(f"-a {argument}={value.strip()}: {sample!r} is a list of URLs or paths, not a "
+                              f"page; did you mean @{sample}?")
+
+
+def _lists_sources(path: Path) -> bool:
+    """Whether every line of ``path`` (but blanks and # comments) is an http(s) URL or a file's path."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as file:
+            lines = [line.strip() for line in file.read(LIST_PEEK_CHARS).splitlines()]
+    except OSError:
+        return False
+    lines = [line for line in lines if line and not line.startswith("#")]
+    return bool(lines) and all(
+        line.lower().startswith(("http://", "https://")) and " " not in line or Path(line).is_file()
+        for line in lines)
 
 
 def _sample(source: str, what: str) -> str:

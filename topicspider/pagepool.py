@@ -168,6 +168,9 @@ class PagePool:
         # Pages whose pool broke, retried one at a time.
         self._alone: ProcessPoolExecutor | None = None
         self._alone_lock = DeferredLock()
+        # Without workers: the rules' version whose dictionaries this process has loaded.
+        self._loaded_version = -1
+        self._load_lock = DeferredLock()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PagePool:
@@ -195,8 +198,7 @@ class PagePool:
         :class:`PagePoolFailed` if they cannot start."""
         starting, self._starting = self._starting, []
         if self._executor is None:
-            if self.rules is not None:  # pages are read on the reactor thread: never load there
-                await to_thread(load_dictionaries, self.rules)
+            await self._inline_ready()
             return
         failure = await _start_failure(starting)
         if failure is None:
@@ -208,11 +210,27 @@ class PagePool:
 
     async def update(self, rules: PageRules) -> None:
         """Read the pages analysed from now on under ``rules``."""
-        if not self.processes:  # a topic's dictionary, loaded off the reactor thread that will read the pages
-            await to_thread(load_dictionaries, rules)
         pickled = await to_thread(pickle.dumps, rules, pickle.HIGHEST_PROTOCOL) if self.processes else None
         self.rules, self._pickled_rules = rules, pickled
         self.version += 1
+        if not self.processes:  # a topic's dictionary, loaded off the reactor thread that will read the pages
+            await self._inline_ready()
+
+    async def _inline_ready(self) -> None:
+        """Without workers, pages are read on the reactor thread: the current rules'
+        dictionaries are loaded first, on a thread (over half a second, GIL held, that
+        would stall every request on its way), and no page is cut meanwhile (rjieba's
+        words cannot be added during a cut)."""
+        if self.rules is None or self._loaded_version == self.version:
+            return
+        await self._load_lock.acquire()
+        try:
+            version = self.version
+            if self._loaded_version != version:
+                await to_thread(load_dictionaries, self.rules)
+                self._loaded_version = version
+        finally:
+            self._load_lock.release()
 
     def _new_executor(self, processes: int) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
@@ -226,6 +244,7 @@ class PagePool:
         assert self.rules is not None, "PagePool.start() first"
         self._refuse_quarantined(page)
         if self._executor is None:
+            await self._inline_ready()
             return self.analyse_function(page, self.rules)
         executor = self._executor
         try:
@@ -242,6 +261,8 @@ class PagePool:
         if self.started:
             return await self.analyse(page)
         assert self.rules is not None, "PagePool.start() first"
+        if self._executor is None:
+            await self._inline_ready()
         return await to_thread(self.analyse_function, page, self.rules)
 
     async def _submit(self, executor: ProcessPoolExecutor, page: Page, processes: int) -> PageAnalysis:

@@ -85,6 +85,9 @@ LOG_LEVEL = "INFO"
 # Both would open a port that runs code inside the crawler; off unless asked for.
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
+# Feed exports (-o/-O pages.jsonl) in UTF-8: JSON's default \uXXXX escapes make Chinese
+# titles and texts unreadable in the file.
+FEED_EXPORT_ENCODING = "utf-8"
 
 # topicspider's own settings (documented in README.md).
 URL_STRIP_TRAILING_SLASH = True

@@ -45,7 +45,8 @@ END;
 FTS5_IDF_FLOOR = 1e-6
 # ASCII characters other than letters and digits separate tokens in FTS5's ascii
 # tokenizer (and some are query syntax): each becomes a character of Unicode's private
-# use area, which that tokenizer keeps inside a token.
+# use area, which that tokenizer keeps inside a token. The stored tokens are made so:
+# changing this encoding needs a schema migration that rewrites them.
 _PRIVATE_USE = 0xE000
 _ENCODED = {code: chr(_PRIVATE_USE + code) for code in range(128) if not chr(code).isalnum()}
 
@@ -87,7 +88,7 @@ class Fts5Index:
     @staticmethod
     def unindexed(cursor: Any, limit: int) -> list[tuple[int, str, str]]:
         cursor.execute("SELECT id, title, text FROM pages WHERE NOT EXISTS "
-                       "(SELECT 1 FROM search_fts WHERE search_fts.rowid = pages.id) ORDER BY id LIMIT ?", (limit,))
+                       "(SELECT 1 FROM search_fts_docsize d WHERE d.id = pages.id) ORDER BY id LIMIT ?", (limit,))
         return [(int(page_id), title, text) for page_id, title, text in cursor.fetchall()]
 
     @staticmethod
@@ -140,8 +141,11 @@ class Fts5Index:
 def convert_postings(connection: sqlite3.Connection) -> None:
     """Schema 5's migration: the plain tables' postings into ``search_fts``, inside the
     caller's transaction; no page is segmented again."""
-    rows: Iterable[tuple[int, str, int]] = connection.execute(
-        "SELECT page_id, term, tf FROM search_postings ORDER BY page_id")
+    # From search_docs: a page indexed with no terms (an empty page) is a row of the
+    # index too, counted in the number of pages and the mean length that BM25 uses.
+    rows: Iterable[tuple[int, str | None, int | None]] = connection.execute(
+        "SELECT d.page_id, p.term, p.tf FROM search_docs d LEFT JOIN search_postings p ON p.page_id = d.page_id "
+        "ORDER BY d.page_id")
     for page_id, postings in groupby(rows, key=lambda row: row[0]):
-        connection.execute("INSERT INTO search_fts (rowid, terms) VALUES (?, ?)",
-                           (page_id, document_text({term: tf for _, term, tf in postings})))
+        counts = {term: tf for _, term, tf in postings if term is not None and tf is not None}
+        connection.execute("INSERT INTO search_fts (rowid, terms) VALUES (?, ?)", (page_id, document_text(counts)))

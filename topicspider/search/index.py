@@ -80,7 +80,10 @@ def pages_terms(pages: Sequence[PageItem]) -> list[Mapping[str, int]]:
 def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, Mapping[str, int]]]) -> None:
     """(Re)index ``pages``, given as (page id, its :func:`pages_terms`), inside the
     caller's transaction."""
-    latest = dict(pages)  # a page stored twice in one batch: its last copy
+    # A page stored twice in one batch: its last copy. Only counted, non-empty terms, so
+    # that both backends index (and measure lengths) alike.
+    latest = {page_id: {term: count for term, count in counts.items() if term and count > 0}
+              for page_id, counts in pages}
     if latest:
         index_tables(dialect).write(cursor, latest)
 
@@ -122,7 +125,7 @@ def search(cursor: Any, dialect: Dialect, query: str, limit: int = 10, offset: i
     results = Results(query, terms, 0, [], offset)
     if not terms:
         return results
-    tables = tables or index_tables(dialect)
+    tables = tables if tables is not None else index_tables(dialect)
     frequencies = tables.document_frequencies(cursor, terms)
     missing = [term for term in terms if term not in frequencies]
     if missing:

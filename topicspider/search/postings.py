@@ -104,7 +104,8 @@ class PostingsIndex:
             GROUP BY p.page_id
             ORDER BY score DESC, p.page_id
             LIMIT ? OFFSET ?"""
-        parameters = [*cases, BM25_K1 + 1.0, BM25_K1, 1.0 - BM25_B, BM25_B, max(average_length, 1.0),
+        # The mean length as FTS5 takes it (terms / pages), unless 0: then no page has a posting.
+        parameters = [*cases, BM25_K1 + 1.0, BM25_K1, 1.0 - BM25_B, BM25_B, average_length or 1.0,
                       *weights, limit, offset]
         cursor.execute(self._sql(statement), parameters)
         return [(int(page_id), float(score)) for page_id, score in cursor.fetchall()]

@@ -137,6 +137,8 @@ def _statements(script: str) -> list[str]:
         if sqlite3.complete_statement(pending):
             statements.append(pending.strip())
             pending = ""
+    if pending.strip("; \n"):
+        raise ValueError(f"an incomplete SQL statement: {pending.strip()[:80]!r}")
     return [statement for statement in statements if statement.strip("; \n")]
 
 
@@ -169,28 +171,41 @@ class SQLiteStore:
             raise ConfigError(f"DATABASE_URL {mask_url(database_url)!r}: cannot open: {exc}") from None
 
     def _migrate(self) -> None:
-        current = self.connection.execute("PRAGMA user_version").fetchone()[0]
+        current = self._schema_version()
         if current > SCHEMA_VERSION:
             raise sqlite3.DatabaseError(
                 f"schema version {current} is newer than this topicspider ({SCHEMA_VERSION})"
             )
         for version in range(current + 1, SCHEMA_VERSION + 1):
-            step = MIGRATIONS[version]
-            if isinstance(step, str):
-                self.connection.executescript(f"BEGIN; {step}; PRAGMA user_version = {version}; COMMIT;")
-                continue
-            before, move, after = step
-            self.connection.execute("BEGIN")
+            # The write lock first, then the version again: another process (a crawl, the
+            # console, scrapy search) may have upgraded the file while this one waited.
+            self.connection.execute("BEGIN IMMEDIATE")
             try:
-                for statement in _statements(before):
-                    self.connection.execute(statement)
-                move(self.connection)
-                for statement in _statements(after + f"; PRAGMA user_version = {version}"):
-                    self.connection.execute(statement)
+                if self._schema_version() < version:
+                    self._upgrade_to(version)
             except BaseException:
-                self.connection.execute("ROLLBACK")
+                self._roll_back()
                 raise
             self.connection.execute("COMMIT")
+
+    def _roll_back(self) -> None:
+        # SQLite may have rolled back already (a full disk, an I/O error): a second
+        # ROLLBACK would raise over the error that matters.
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+    def _schema_version(self) -> int:
+        return int(self.connection.execute("PRAGMA user_version").fetchone()[0])
+
+    def _upgrade_to(self, version: int) -> None:
+        step = MIGRATIONS[version]
+        before, move, after = (step, None, "") if isinstance(step, str) else step
+        for statement in _statements(before):
+            self.connection.execute(statement)
+        if move is not None:
+            move(self.connection)
+        for statement in _statements(f"{after}; PRAGMA user_version = {version}"):
+            self.connection.execute(statement)
 
     def write_pages(self, pages: Sequence[PageItem]) -> int:
         try:
@@ -224,7 +239,7 @@ class SQLiteStore:
             update_index(cursor, SQLITE, [ids[p.url] for p in pages], terms)
             cursor.execute("COMMIT")
         except BaseException:
-            cursor.execute("ROLLBACK")
+            self._roll_back()
             raise
         return len(rows)
 
@@ -247,7 +262,7 @@ class SQLiteStore:
             try:
                 result = work(cursor, SQLITE)
             except BaseException:
-                cursor.execute("ROLLBACK")
+                self._roll_back()
                 raise
             cursor.execute("COMMIT")
             return result
