@@ -205,6 +205,7 @@ def test_a_feed_export_writes_chinese_as_itself(mixed_site, serve, crawl):
     assert result.returncode == 0, result.stderr[-2000:]
     exported = (result.workdir / "pages.jsonl").read_text("utf-8")
     assert '"title": "电子表格教程"' in exported and "\\u" not in exported
+    assert "search_terms" not in exported and exported.startswith('{"url": ')  # FEED_EXPORT_FIELDS
 
 
 def test_a_plain_text_sample_is_still_a_sample(tmp_path):

@@ -370,6 +370,11 @@ class FrontierScheduler(Scheduler):
             queued[site] += count
         return queued
 
+    def depth_by_site(self) -> dict[Any, int]:
+        """Per site, the depth its level has reached: the shallowest still queued, held,
+        downloading or parsing (the progress line shows it)."""
+        return self._shallowest_active()
+
     def has_pending_requests(self) -> bool:
         return (self.held_count > 0 or bool(self.unresolved) or self.resolving or self.restoring
                 or super().has_pending_requests())

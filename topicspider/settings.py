@@ -79,7 +79,10 @@ EXTENSIONS = {
     "topicspider.extensions.urlstate.URLStateLog": 520,  # MySQL mode only
     "topicspider.extensions.livestatus.LiveStatus": 530,
     "topicspider.extensions.control.CrawlControl": 540,
+    "topicspider.extensions.progress.Progress": 550,
 }
+# The progress line (PROGRESS_INTERVAL) replaces Scrapy's once-a-minute LogStats line.
+LOGSTATS_INTERVAL = 0.0
 
 LOG_LEVEL = "INFO"
 # Both would open a port that runs code inside the crawler; off unless asked for.
@@ -88,8 +91,14 @@ REMOTE_CONTROL_ENABLED = False
 # Feed exports (-o/-O pages.jsonl) in UTF-8: JSON's default \uXXXX escapes make Chinese
 # titles and texts unreadable in the file.
 FEED_EXPORT_ENCODING = "utf-8"
+# The page item's fields a feed export writes, in this order: all but the search index
+# terms (PageItem.search_terms), which the store alone needs.
+FEED_EXPORT_FIELDS = ["url", "title", "depth", "http_status", "fetched_at", "relevance", "relevant",
+                      "relevance_terms", "emails", "duplicate_of", "near_duplicate_of", "content_type", "encoding",
+                      "content_length", "text"]
 
 # topicspider's own settings (documented in README.md).
+PROGRESS_INTERVAL = 60.0  # seconds between progress lines in a log; live on a terminal
 URL_STRIP_TRAILING_SLASH = True
 # The links' normaliser and trap filters (topicspider.urls.URLRules), with Scrapy's
 # URLLENGTH_LIMIT (2083) as the longest URL a link may have.
