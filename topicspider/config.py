@@ -7,6 +7,7 @@ Every check raises :class:`ConfigError` with the bad value in its message, so th
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ N = TypeVar("N", int, float)
 # Every typed setting the project reads, with its smallest allowed value; the
 # components read them through the getters below, and preflight checks them all.
 INT_SETTINGS: dict[str, int] = {
+    "WARC_MAX_SIZE": 1024,
     "EXTRACT_TEXT_MAX_CHARS": 1,
     "EXTRACT_EMAIL_MAX_CHARS": 1,
     "EXTRACT_MAX_LINKS": 0,
@@ -86,6 +88,7 @@ FLOAT_SETTINGS: dict[str, float] = {
     "DOWNLOAD_TIMEOUT": 0.001,
     "STATUS_INTERVAL": 0.0,
     "PROGRESS_INTERVAL": 0.0,
+    "WARC_QUEUE_MAX_MB": 1.0,
     "CONTROL_INTERVAL": 0.0,
     "CONSOLE_REFRESH": 0.2,
 }
@@ -140,6 +143,19 @@ def refuse_bare_file(value: str, items: list[str], argument: str) -> None:
             suggestion = value.strip() if item == value.strip() else item.strip()
             raise ConfigError(f"-a {argument}={value.strip()}: {item.strip()!r} is a file path, not a "
                               f"{'keyword' if argument == 'topic' else 'URL'}; did you mean @{suggestion}?")
+
+
+def check_directory(name: str, path: str) -> None:
+    """Raise :class:`ConfigError` unless ``path`` (setting ``name``) is a directory this
+    process can write files in, made if missing; nothing to check when empty."""
+    if not path:
+        return
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{name} {path!r}: cannot be made: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"{name} {path!r}: cannot be written")
 
 
 def parse_list(value: str, what: str) -> list[str]:

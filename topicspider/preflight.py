@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from topicspider.cluster import redis_url
-from topicspider.config import ConfigError, check_typed_settings
+from topicspider.config import ConfigError, check_directory, check_typed_settings
 from topicspider.focus import check_topic_settings
 from topicspider.storage import open_store
 from topicspider.storage.crawls import check_crawl_id
@@ -30,6 +30,7 @@ def check_settings(settings: BaseSettings, database: bool = True) -> None:
         check_crawl_id(settings.get("CRAWL_ID"))
     for name in ("CRAWL_LOG", "STATS_FILE", "TOPIC_TRAIN_OUTPUT", "STORAGE_SPILL_FILE"):
         _check_writable(name, settings.get(name) or "")
+    check_directory("WARC_DIR", settings.get("WARC_DIR") or "")
     if database:
         open_store(settings.get("DATABASE_URL") or "").close()
     if redis_url(settings):

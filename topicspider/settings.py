@@ -68,6 +68,8 @@ DOWNLOADER_MIDDLEWARES = {
     "topicspider.middlewares.pacing.PacingMiddleware": 950,
     # Its twin for distributed mode (REDIS_URL): exactly one of the two is enabled.
     "topicspider.middlewares.clusterpacing.ClusterPacingMiddleware": 950,
+    # WARC_DIR: every response as it came over the wire (before decompression).
+    "topicspider.middlewares.warc.WarcMiddleware": 990,
 }
 ITEM_PIPELINES = {
     "topicspider.pipelines.relevance.RelevancePipeline": 300,
@@ -99,6 +101,10 @@ FEED_EXPORT_FIELDS = ["url", "title", "depth", "http_status", "fetched_at", "rel
 
 # topicspider's own settings (documented in README.md).
 PROGRESS_INTERVAL = 60.0  # seconds between progress lines in a log; live on a terminal
+WARC_DIR = ""  # a directory: archive every response there, in WARC files (off when empty)
+WARC_PREFIX = "topicspider"
+WARC_MAX_SIZE = 1_000_000_000  # bytes a WARC file grows to before the next one starts
+WARC_QUEUE_MAX_MB = 256.0  # response bodies waiting to be written, at most
 URL_STRIP_TRAILING_SLASH = True
 # The links' normaliser and trap filters (topicspider.urls.URLRules), with Scrapy's
 # URLLENGTH_LIMIT (2083) as the longest URL a link may have.
