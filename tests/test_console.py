@@ -569,3 +569,27 @@ def test_an_element_of_a_replaced_page_reads_as_nothing_yet() -> None:
             return Gone()
 
     assert texts_of(Driver(), "li.result mark") == [] and text_of(Driver(), "summary") == ""
+
+
+def test_a_search_result_links_to_its_archived_copy_shown_in_a_sandbox(console, tmp_path: Path) -> None:
+    from topicspider.archive import Exchange, WarcFiles, append_to_index
+
+    (tmp_path / "warc").mkdir()
+    files = WarcFiles(tmp_path / "warc", "t", 10**9)
+    body = '<html><script>alert(1)</script><p>新闻 archived</p></html>'.encode()
+    append_to_index(tmp_path / "warc", [files.write(Exchange(
+        "http://a.cn/x", "GET", "/x", [("Host", "a.cn")], "HTTP/1.1", 200,
+        [("Content-Type", "text/html; charset=utf-8")], body, ""))])
+    files.close()
+    store_pages(tmp_path, page("http://a.cn/x", "新闻", "新闻 archived"), page("http://a.cn/y", "新闻 2", "新闻"))
+    client = console(warc_dir=str(tmp_path / "warc"))
+
+    found = client.get("/search?q=新闻").get_data(as_text=True)
+    assert found.count('class="archived"') == 1 and 'href="/archived?url=http://a.cn/x"' in found
+    copy = client.get("/archived?url=http://a.cn/x")
+    assert copy.status_code == 200 and copy.get_data() == body
+    assert copy.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert copy.headers["Content-Security-Policy"].startswith("sandbox;") and "script-src" not in copy.headers[
+        "Content-Security-Policy"]
+    assert client.get("/archived?url=http://a.cn/y").status_code == 404
+    assert console().get("/archived?url=http://a.cn/x").status_code == 404  # no WARC_DIR

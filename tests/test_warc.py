@@ -10,8 +10,9 @@ from pathlib import Path
 from conftest import run_project
 from warcio.archiveiterator import ArchiveIterator
 
+from topicspider.archive import INDEX_NAME, Archived, append_to_index, find_archived
 from topicspider.localsite import generate_site
-from topicspider.runner import crawl_command
+from topicspider.runner import crawl_command, scrapy_command
 
 
 def records(directory: Path) -> list[tuple[str, object]]:
@@ -101,3 +102,41 @@ def test_a_response_past_the_queue_bound_is_counted_not_archived(tmp_path, serve
     stats = json.loads((result.workdir / "stats.json").read_text())["stats"]
     assert stats["warc/dropped"] == 1
     assert sum("not archived" in line for line in result.stderr.splitlines()) == 1
+
+
+def test_scrapy_search_says_where_pages_are_archived_and_shows_a_copy(tmp_path, serve, crawl) -> None:
+    site_root = tmp_path / "site"
+    generate_site(site_root, 6, 2, body_text=lambda number: f"归档测试页面 {number}")
+    original = (site_root / "p1.html").read_bytes()
+    (site_root / "p1.html").write_bytes(gzip.compress(original))
+    (site_root / "p1.html.headers").write_text("Content-Encoding: gzip\nContent-Type: text/html; charset=utf-8\n")
+    site = serve(site_root)
+    result = crawl(site.url + "/", depth=10, settings={"WARC_DIR": "warc"})
+    assert result.returncode == 0, result.stderr[-2000:]
+
+    listed = run_project(scrapy_command("search", "归档", "-n", "20", "--archived", "-s", "WARC_DIR=warc"),
+                         result.workdir)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    located = [line for line in lines if line.strip().startswith("archived: ")]
+    assert len(located) == 6 and all(".warc.gz at byte " in line and "(HTTP 200, " in line for line in located)
+    copy = run_project(scrapy_command("search", "--archived-copy", f"{site.url}/p1.html", "-s", "WARC_DIR=warc"),
+                       result.workdir)
+    assert copy.returncode == 0 and copy.stdout == original.decode("utf-8")  # as served, un-gzipped
+    missing = run_project(scrapy_command("search", "--archived-copy", f"{site.url}/nowhere", "-s", "WARC_DIR=warc"),
+                          result.workdir)
+    assert missing.returncode == 1 and "is not in the archive" in missing.stderr
+    unset = run_project(scrapy_command("search", "归档", "--archived"), result.workdir)
+    assert unset.returncode == 2 and "give -s WARC_DIR=DIRECTORY" in unset.stderr
+
+
+def test_the_index_keeps_the_latest_copy_and_skips_a_torn_line(tmp_path) -> None:
+    first = Archived("http://a.cn/", "a.warc.gz", 100, 50, 200, "2026-12-03T00:00:00Z")
+    later = Archived("http://a.cn/", "b.warc.gz", 10, 60, 304, "2026-12-03T01:00:00Z")
+    append_to_index(tmp_path, [first, Archived("http://a.cn/x", "a.warc.gz", 150, 70, 404, "2026-12-03T00:00:01Z")])
+    with (tmp_path / INDEX_NAME).open("a") as index:
+        index.write('{"url": "http://a.cn/", "file": "c.w')  # a crash mid-line
+        index.write("\n")
+    append_to_index(tmp_path, [later])
+    assert find_archived(tmp_path, {"http://a.cn/", "http://a.cn/y"}) == {"http://a.cn/": later}
+    assert find_archived(tmp_path / "none", {"http://a.cn/"}) == {}

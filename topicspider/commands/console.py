@@ -113,7 +113,7 @@ class Command(ScrapyCommand):
             scrapyd_project=settings.get("SCRAPYD_PROJECT") or "topicspider",
             push_seeds=_seed_pusher(cluster), dead_letters=_dead_letter_reader(cluster),
             refresh_seconds=get_float(settings, "CONSOLE_REFRESH"),
-            crawl_settings=command_line_settings(settings),
+            crawl_settings=command_line_settings(settings), warc_dir=settings.get("WARC_DIR") or "",
         )
 
 

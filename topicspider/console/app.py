@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from flask import Flask, abort, flash, jsonify, redirect, render_template, request, session, url_for
 from werkzeug.wrappers import Response
 
+from topicspider.archive import Archived, find_archived, read_archived
 from topicspider.config import ConfigError
 from topicspider.console.forms import FormError, added_urls, block_pattern, crawl_request
 from topicspider.console.live import combine
@@ -51,6 +52,11 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
 
+# An archived page is the crawled site's HTML, hostile maybe: shown in a sandbox (no
+# script, no form, an opaque origin), loading nothing but inline styles and data images.
+ARCHIVED_CSP = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-ancestors 'none'"
+
+
 @dataclass
 class ConsoleConfig:
     database_url: str
@@ -65,6 +71,7 @@ class ConsoleConfig:
     dead_letters: Callable[[str, int], tuple[int, list[Any]]] | None = None
     refresh_seconds: float = 2.0
     crawl_settings: dict[str, str] = field(default_factory=dict)  # given to every crawl started
+    warc_dir: str = ""  # WARC_DIR: search results link to their pages' archived copies
 
 
 class Database:
@@ -115,7 +122,8 @@ def create_app(config: ConsoleConfig) -> Flask:
 
     @app.after_request
     def headers(response: Response) -> Response:
-        response.headers["Content-Security-Policy"] = CSP
+        # An archived copy keeps its own, stricter policy (a sandbox).
+        response.headers.setdefault("Content-Security-Policy", CSP)
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
@@ -278,9 +286,31 @@ def create_app(config: ConsoleConfig) -> Flask:
         words = request.args.get("q", "").strip()[:200]
         page = _page_number()
         results = None
+        archived: dict[str, Archived] = {}
         if words:
             results = database(lambda cursor, dialect: search(cursor, dialect, words, PAGE_SIZE, (page - 1) * PAGE_SIZE))
-        return render_template("search.html", q=words, results=results, page=page, page_size=PAGE_SIZE)
+            if config.warc_dir:
+                archived = find_archived(Path(config.warc_dir), {hit.url for hit in results.hits})
+        return render_template("search.html", q=words, results=results, page=page, page_size=PAGE_SIZE,
+                               archived=archived)
+
+    @app.get("/archived")
+    def archived_copy() -> Any:
+        """A page's archived response body, as served: sandboxed (no script runs, no
+        request leaves with the console's origin) and never sniffed into another type."""
+        url = request.args.get("url", "")
+        entry = find_archived(Path(config.warc_dir), {url}).get(url) if config.warc_dir and url else None
+        if entry is None:
+            abort(404)
+        try:
+            copy = read_archived(Path(config.warc_dir), entry)
+        except (OSError, StopIteration, ValueError):
+            abort(404)
+        content_type = next((value for name, value in copy.headers if name.lower() == "content-type"),
+                            "application/octet-stream")
+        return Response(copy.body, status=200, headers={
+            "Content-Type": content_type.replace("\r", "").replace("\n", ""),
+            "Content-Security-Policy": ARCHIVED_CSP})
 
     @app.post("/pages/<int:page_id>/label")
     def label_page(page_id: int) -> Any:

@@ -8,7 +8,9 @@ so it sees each response as it came over the wire: its status, headers and body 
 decompression, redirects, retries and robots.txt included. For each response it writes a
 ``response`` record and a ``request`` record (the request as sent: method, path and
 headers, ``WARC-Concurrent-To`` the response), each gzipped on its own, after a
-``warcinfo`` record at the head of every file.
+``warcinfo`` record at the head of every file, and says where in the directory's
+``index.jsonl`` (:mod:`topicspider.archive`, which ``scrapy search --archived`` and the
+console read).
 
 Files are named ``WARC_PREFIX-YYYYmmddHHMMSS-NNNNN-host.warc.gz`` (Heritrix's naming)
 and a new one is started once the current one passes ``WARC_MAX_SIZE`` bytes (1 GB). A
@@ -28,19 +30,14 @@ from __future__ import annotations
 
 import logging
 import queue
-import socket
 import threading
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from http import HTTPStatus
-from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import signals
 
-from topicspider import __version__
+from topicspider.archive import Exchange, WarcFiles, append_to_index
 from topicspider.config import check_directory, get_float, get_int, off_by_design
 from topicspider.reactor_tools import to_thread
 
@@ -51,21 +48,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _STOP = object()  # tells the writing thread to finish
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One request and its response, as plain data for the writing thread."""
-
-    url: str
-    method: str
-    request_target: str
-    request_headers: list[tuple[str, str]]
-    protocol: str
-    status: int
-    response_headers: list[tuple[str, str]]
-    body: bytes
-    ip_address: str
 
 
 def _headers(headers: Any) -> list[tuple[str, str]]:
@@ -82,62 +64,6 @@ def exchange_of(request: Request, response: Response) -> Exchange:
     ip_address = str(response.ip_address) if getattr(response, "ip_address", None) else ""
     return Exchange(request.url, request.method, target, request_headers, response.protocol or "HTTP/1.1",
                     response.status, response_headers, response.body, ip_address)
-
-
-class WarcFiles:
-    """Rotating gzipped WARC files in ``directory`` (used by one thread)."""
-
-    def __init__(self, directory: Path, prefix: str, max_size: int) -> None:
-        self.directory, self.prefix, self.max_size = directory, prefix, max_size
-        self.serial = 0
-        self.file: Any = None
-        self.writer: Any = None
-        self.files = 0
-
-    def write(self, exchange: Exchange) -> int:
-        """Write the response and request records; the bytes written."""
-        from warcio.statusandheaders import StatusAndHeaders
-
-        if self.file is None or self.file.tell() >= self.max_size:
-            self._next_file()
-        start = self.file.tell()
-        try:
-            reason = HTTPStatus(exchange.status).phrase
-        except ValueError:
-            reason = ""
-        response_headers = StatusAndHeaders(f"{exchange.status} {reason}".strip(), exchange.response_headers,
-                                            protocol=exchange.protocol)
-        extra = {"WARC-IP-Address": exchange.ip_address} if exchange.ip_address else None
-        response = self.writer.create_warc_record(exchange.url, "response", payload=BytesIO(exchange.body),
-                                                  http_headers=response_headers, warc_headers_dict=extra)
-        request_headers = StatusAndHeaders(f"{exchange.method} {exchange.request_target} {exchange.protocol}",
-                                           exchange.request_headers, is_http_request=True)
-        request = self.writer.create_warc_record(exchange.url, "request", payload=BytesIO(b""),
-                                                 http_headers=request_headers)
-        request.rec_headers.add_header("WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID"))
-        self.writer.write_record(response)
-        self.writer.write_record(request)
-        self.file.flush()
-        return int(self.file.tell() - start)
-
-    def _next_file(self) -> None:
-        from warcio.warcwriter import WARCWriter
-
-        self.close()
-        self.serial += 1
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
-        name = f"{self.prefix}-{stamp}-{self.serial:05d}-{socket.gethostname()}.warc.gz"
-        self.file = (self.directory / name).open("xb")
-        self.writer = WARCWriter(self.file, gzip=True)
-        self.writer.write_record(self.writer.create_warcinfo_record(name, {
-            "software": f"topicspider/{__version__} (warcio)", "format": "WARC File Format 1.0",
-            "hostname": socket.gethostname()}))
-        self.files += 1
-
-    def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-            self.file = None
 
 
 class WarcMiddleware:
@@ -187,13 +113,13 @@ class WarcMiddleware:
 
         while (item := self.queue.get()) is not _STOP:
             try:
-                written = self.files.write(item)
+                append_to_index(self.directory, [self.files.write(item)])
             except Exception as exc:  # noqa: BLE001 - a full disk must not stop the crawl
                 reactor.callFromThread(self._count_once, "errors", "Could not write %s to a WARC file: %s (further "
                                        "errors are only counted, warc/errors)", item.url, exc)
             else:
                 # Stats are the reactor's: counted there, in order, before the close's join returns.
-                reactor.callFromThread(self._count_written, written, self.files.files)
+                reactor.callFromThread(self._count_written, self.files.bytes, self.files.files)
             finally:
                 with self.lock:
                     self.queued_bytes -= len(item.body)
@@ -201,7 +127,7 @@ class WarcMiddleware:
 
     def _count_written(self, written: int, files: int) -> None:
         self.stats.inc_value("warc/records", 2)
-        self.stats.inc_value("warc/bytes", written)
+        self.stats.set_value("warc/bytes", written)
         self.stats.set_value("warc/files", files)
 
     def _count_once(self, what: str, message: str, *args: Any) -> None:
