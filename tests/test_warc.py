@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import run_project
 from warcio.archiveiterator import ArchiveIterator
 
-from topicspider.archive import INDEX_NAME, Archived, append_to_index, find_archived
+from topicspider.archive import INDEX_NAME, Archived, Exchange, WarcFiles, append_to_index, find_archived
 from topicspider.localsite import generate_site
 from topicspider.runner import crawl_command, scrapy_command
 
@@ -132,11 +132,42 @@ def test_scrapy_search_says_where_pages_are_archived_and_shows_a_copy(tmp_path, 
 
 def test_the_index_keeps_the_latest_copy_and_skips_a_torn_line(tmp_path) -> None:
     first = Archived("http://a.cn/", "a.warc.gz", 100, 50, 200, "2026-12-03T00:00:00Z")
-    later = Archived("http://a.cn/", "b.warc.gz", 10, 60, 304, "2026-12-03T01:00:00Z")
+    later = Archived("http://a.cn/", "b.warc.gz", 10, 60, 200, "2026-12-03T01:00:00Z")
     append_to_index(tmp_path, [first, Archived("http://a.cn/x", "a.warc.gz", 150, 70, 404, "2026-12-03T00:00:01Z")])
     with (tmp_path / INDEX_NAME).open("a") as index:
-        index.write('{"url": "http://a.cn/", "file": "c.w')  # a crash mid-line
-        index.write("\n")
+        index.write('{"url": "http://a.cn/", "file": "c.w')  # a crash mid-line, no newline after it
     append_to_index(tmp_path, [later])
     assert find_archived(tmp_path, {"http://a.cn/", "http://a.cn/y"}) == {"http://a.cn/": later}
     assert find_archived(tmp_path / "none", {"http://a.cn/"}) == {}
+
+
+def test_a_stored_page_finds_its_copy_by_canonical_url_and_a_redirect_yields_to_the_page(tmp_path) -> None:
+    moved = Archived("http://a.cn/news", "a.warc.gz", 0, 10, 301, "2026-12-03T00:00:00Z", "http://a.cn/news")
+    page = Archived("http://a.cn/news/", "a.warc.gz", 10, 90, 200, "2026-12-03T00:00:01Z", "http://a.cn/news")
+    append_to_index(tmp_path, [page, moved])  # the redirect written last
+    assert find_archived(tmp_path, {"http://a.cn/news"}) == {"http://a.cn/news": page}
+    assert find_archived(tmp_path, {"http://a.cn/news/"}) == {"http://a.cn/news/": page}
+
+
+def test_credentials_are_not_archived_with_the_request(tmp_path) -> None:
+    files = WarcFiles(tmp_path, "t", 10**9)
+    files.write(Exchange("http://a.cn/", "GET", "/", [("Host", "a.cn"), ("Authorization", "Basic c2VjcmV0"),
+                                                       ("Proxy-Authorization", "Basic c2VjcmV0"), ("Cookie", "s=1")],
+                         "HTTP/1.1", 200, [("Content-Type", "text/html")], b"<p>x</p>", ""))
+    files.close()
+    raw = gzip.decompress(next(tmp_path.glob("*.warc.gz")).read_bytes())
+    assert b"c2VjcmV0" not in raw and b"s=1" not in raw and b"Host: a.cn" in raw
+
+
+def test_pages_the_background_sample_fetched_are_archived_once(tmp_path, serve, crawl) -> None:
+    generate_site(tmp_path / "site", 8, 2, body_text=lambda number: f"电子表格 公式 {number}")
+    site = serve(tmp_path / "site")
+    result = crawl(site.url + "/", depth=10, topic="电子表格,公式", settings={"WARC_DIR": "warc"})
+    assert result.returncode == 0, result.stderr[-2000:]
+
+    stats = json.loads((result.workdir / "stats.json").read_text())["stats"]
+    assert stats.get("topic/background_reused", 0) > 0  # pages served from the sample, not fetched again
+    archived = [headers.get_header("WARC-Target-URI") for _, (kind, headers, *_) in records(result.workdir / "warc")
+                if kind == "response"]
+    served = [f"{site.url}{record['path']}" for record in site.requests()]
+    assert sorted(archived) == sorted(served)

@@ -2,10 +2,13 @@
 files, the archive's index of where each response is, and reading one back.
 
 :class:`WarcFiles` writes (on one thread: :mod:`topicspider.middlewares.warc` gives it
-its own); next to the files, ``index.jsonl`` holds a line per archived response: its URL,
-file, offset and length of its record, status and time. Every process archiving into a
-directory appends whole lines to it (each under ``PIPE_BUF``, so appends do not mix), and
-:func:`find_archived` reads the last line for a URL, as a CDX index is read.
+its own); next to the files, ``index.jsonl`` holds a line per archived response: its URL
+and canonical URL (the stored page's identity), file, offset and length of its record,
+status and time. Every process archiving into a directory appends to it with ``O_APPEND``
+(on a local file system, appends do not interleave), each line after a newline of its
+own, so that a line a crash cut short spoils no other; :func:`find_archived` reads it as
+a CDX index is read. File names carry the process id: processes archiving into one
+directory never pick the same name.
 """
 
 from __future__ import annotations
@@ -23,8 +26,12 @@ from typing import Any
 from topicspider import __version__
 
 INDEX_NAME = "index.jsonl"
-# Bytes of a URL kept in the index line (a line stays under PIPE_BUF, 4096).
+# Characters of a URL kept in an index line (Scrapy's URLLENGTH_LIMIT is 2083).
 INDEX_URL_MAX = 3000
+# Bytes of an archived body read back, decoded (a gzip bomb is archived as it came).
+READ_MAX_BYTES = 10 * 1024 * 1024
+# Request headers never archived: credentials.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,8 @@ class Exchange:
     response_headers: list[tuple[str, str]]
     body: bytes
     ip_address: str
+    canonical: str = ""  # the request URL as pages are stored under it
+    date: str = ""  # when the response came (WARC-Date), ISO 8601 UTC
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,7 @@ class Archived:
     length: int  # of that gzip member
     status: int
     date: str  # ISO 8601, UTC
+    canonical: str = ""  # the URL as pages are stored under it (topicspider.urls.canonical_url)
 
 
 @dataclass(frozen=True)
@@ -75,24 +85,37 @@ class WarcFiles:
 
     def write(self, exchange: Exchange) -> Archived:
         """Write the response and request records; where the response went."""
-        from warcio.statusandheaders import StatusAndHeaders
-
         if self.file is None or self.file.tell() >= self.max_size:
             self._next_file()
         start = self.file.tell()
+        try:
+            return self._write_pair(exchange, start)
+        except BaseException:
+            # A gzip member cut short would stop every reader of the rest of the file.
+            self.file.seek(start)
+            self.file.truncate()
+            raise
+
+    def _write_pair(self, exchange: Exchange, start: int) -> Archived:
+        from warcio.statusandheaders import StatusAndHeaders
+
         try:
             reason = HTTPStatus(exchange.status).phrase
         except ValueError:
             reason = ""
         response_headers = StatusAndHeaders(f"{exchange.status} {reason}".strip(), exchange.response_headers,
                                             protocol=exchange.protocol)
-        extra = {"WARC-IP-Address": exchange.ip_address} if exchange.ip_address else None
+        dated = {"WARC-Date": exchange.date} if exchange.date else {}
+        extra = {**dated, **({"WARC-IP-Address": exchange.ip_address} if exchange.ip_address else {})}
         response = self.writer.create_warc_record(exchange.url, "response", payload=BytesIO(exchange.body),
-                                                  http_headers=response_headers, warc_headers_dict=extra)
-        request_headers = StatusAndHeaders(f"{exchange.method} {exchange.request_target} {exchange.protocol}",
-                                           exchange.request_headers, is_http_request=True)
-        request = self.writer.create_warc_record(exchange.url, "request", payload=BytesIO(b""),
-                                                 http_headers=request_headers)
+                                                  length=len(exchange.body), http_headers=response_headers,
+                                                  warc_headers_dict=extra)
+        request_headers = StatusAndHeaders(
+            f"{exchange.method} {exchange.request_target} {exchange.protocol}",
+            [(name, value) for name, value in exchange.request_headers if name.lower() not in SECRET_HEADERS],
+            is_http_request=True)
+        request = self.writer.create_warc_record(exchange.url, "request", payload=BytesIO(b""), length=0,
+                                                 http_headers=request_headers, warc_headers_dict=dated)
         request.rec_headers.add_header("WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID"))
         offset = self.file.tell()
         self.writer.write_record(response)
@@ -101,7 +124,7 @@ class WarcFiles:
         self.file.flush()
         self.bytes += self.file.tell() - start
         return Archived(exchange.url, self.name, offset, length, exchange.status,
-                        response.rec_headers.get_header("WARC-Date"))
+                        response.rec_headers.get_header("WARC-Date"), exchange.canonical)
 
     def _next_file(self) -> None:
         from warcio.warcwriter import WARCWriter
@@ -109,7 +132,7 @@ class WarcFiles:
         self.close()
         self.serial += 1
         stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
-        self.name = f"{self.prefix}-{stamp}-{self.serial:05d}-{socket.gethostname()}.warc.gz"
+        self.name = f"{self.prefix}-{stamp}-{self.serial:05d}-{os.getpid()}~{socket.gethostname()}.warc.gz"
         self.file = (self.directory / self.name).open("xb")
         self.writer = WARCWriter(self.file, gzip=True)
         self.writer.write_record(self.writer.create_warcinfo_record(self.name, {
@@ -126,39 +149,57 @@ class WarcFiles:
 
 def append_to_index(directory: Path, entries: list[Archived]) -> None:
     """Add ``entries`` to the directory's index, a whole line each."""
-    lines = "".join(json.dumps({**asdict(entry), "url": entry.url[:INDEX_URL_MAX]}, ensure_ascii=False) + "\n"
-                    for entry in entries)
     descriptor = os.open(directory / INDEX_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        for line in lines.splitlines(keepends=True):  # one write a line: appends of others never cut one
-            os.write(descriptor, line.encode("utf-8"))
+        for entry in entries:
+            fields = {**asdict(entry), "url": entry.url[:INDEX_URL_MAX], "canonical": entry.canonical[:INDEX_URL_MAX]}
+            # The newline first: a line a crash left without its end spoils no other.
+            line = ("\n" + json.dumps(fields, ensure_ascii=False) + "\n").encode("utf-8")
+            while line:  # one write a line, unless the system writes it in parts
+                line = line[os.write(descriptor, line):]
     finally:
         os.close(descriptor)
 
 
 def find_archived(directory: Path, urls: set[str]) -> dict[str, Archived]:
-    """The latest archived response of each of ``urls`` the index holds."""
+    """For each of ``urls`` (stored pages' canonical URLs, or URLs as fetched) the index
+    holds, its latest archived response: the latest with a 2xx status if any (a page
+    stored under the URL it was redirected from has its 3xx archived under it too)."""
     found: dict[str, Archived] = {}
     try:
-        with (directory / INDEX_NAME).open(encoding="utf-8") as index:
+        with (directory / INDEX_NAME).open(encoding="utf-8", errors="replace") as index:
             for line in index:
                 try:
                     entry = Archived(**json.loads(line))
                 except (ValueError, TypeError):
-                    continue  # a line cut short by a crash
-                if entry.url in urls:
-                    found[entry.url] = entry
+                    continue  # a blank line, or one a crash cut short
+                for key in {entry.canonical, entry.url} & urls:
+                    if 200 <= entry.status < 300 or not 200 <= found.get(key, entry).status < 300:
+                        found[key] = entry
     except FileNotFoundError:
         return {}
     return found
 
 
-def read_archived(directory: Path, entry: Archived) -> ArchivedResponse:
-    """The response ``entry`` locates, read back from its WARC file."""
+class ArchiveError(Exception):
+    """An archived response that cannot be read back."""
+
+
+def read_archived(directory: Path, entry: Archived, limit: int = READ_MAX_BYTES) -> ArchivedResponse:
+    """The response ``entry`` locates, read back from its WARC file, its body decoded
+    from its Content-Encoding; :class:`ArchiveError` if it cannot be, or is over ``limit``."""
     from warcio.archiveiterator import ArchiveIterator
 
-    with (directory / entry.file).open("rb") as stream:
-        stream.seek(entry.offset)
-        record = next(iter(ArchiveIterator(stream)))
-        body = record.content_stream().read()
-        return ArchivedResponse(int(record.http_headers.get_statuscode()), list(record.http_headers.headers), body)
+    if Path(entry.file).name != entry.file:
+        raise ArchiveError(f"{entry.file!r} is not a file name")
+    try:
+        with (directory / entry.file).open("rb") as stream:
+            stream.seek(entry.offset)
+            record = next(iter(ArchiveIterator(stream)))
+            body = record.content_stream().read(limit + 1)
+            status, headers = int(record.http_headers.get_statuscode()), list(record.http_headers.headers)
+    except Exception as exc:  # noqa: BLE001 - warcio's errors are plain Exceptions; any is "cannot read"
+        raise ArchiveError(f"cannot read {entry.file} at byte {entry.offset}: {exc}") from exc
+    if len(body) > limit:
+        raise ArchiveError(f"{entry.url}: the archived body is over {limit} bytes decoded")
+    return ArchivedResponse(status, headers, body)

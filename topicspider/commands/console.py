@@ -113,12 +113,26 @@ class Command(ScrapyCommand):
             scrapyd_project=settings.get("SCRAPYD_PROJECT") or "topicspider",
             push_seeds=_seed_pusher(cluster), dead_letters=_dead_letter_reader(cluster),
             refresh_seconds=get_float(settings, "CONSOLE_REFRESH"),
-            crawl_settings=command_line_settings(settings), warc_dir=settings.get("WARC_DIR") or "",
+            crawl_settings=command_line_settings(settings), warc_dir=absolute_warc_dir(settings),
         )
 
 
+def absolute_warc_dir(settings: BaseSettings) -> str:
+    """``WARC_DIR`` from the console's working directory: its crawls run in others."""
+    warc_dir = settings.get("WARC_DIR") or ""
+    return str(Path(warc_dir).resolve()) if warc_dir else ""
+
+
 def command_line_settings(settings: BaseSettings) -> dict[str, str]:
-    """The settings given with ``-s`` on the console's command line."""
+    """The settings given with ``-s`` on the console's command line (``WARC_DIR`` made
+    absolute, as the crawls' database is: they run in directories of their own)."""
+    given = _command_line_settings(settings)
+    if "WARC_DIR" in given:
+        given["WARC_DIR"] = absolute_warc_dir(settings)
+    return given
+
+
+def _command_line_settings(settings: BaseSettings) -> dict[str, str]:
     return {name: str(value) for name, value in settings.items()
             if settings.getpriority(name) == SETTINGS_PRIORITIES["cmdline"]}
 

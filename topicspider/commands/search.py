@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from topicspider.archive import Archived, find_archived, read_archived
+from topicspider.archive import Archived, ArchiveError, find_archived, read_archived
 from topicspider.config import ConfigError
 from topicspider.search.index import Results, reindex_missing, search
 from topicspider.search.snippet import Piece
@@ -61,6 +61,8 @@ class Command(ScrapyCommand):
         if (opts.archived or opts.archived_copy) and not warc_dir:
             raise UsageError("--archived and --archived-copy read the WARC files: give -s WARC_DIR=DIRECTORY")
         if opts.archived_copy:
+            if query:
+                raise UsageError("--archived-copy takes a URL, not a query")
             self.exitcode = write_archived_copy(Path(warc_dir), opts.archived_copy)
             return
         if not query and not opts.reindex:
@@ -100,14 +102,17 @@ class Command(ScrapyCommand):
 
 def write_archived_copy(directory: Path, url: str) -> int:
     """Write ``url``'s archived body to standard output; the exit status."""
+    if sys.stdout.isatty():  # crawled bytes never reach the terminal
+        sys.stderr.write("topicspider: error: --archived-copy writes the page's bytes: redirect it to a file\n")
+        return 2
     entry = find_archived(directory, {url}).get(url)
     if entry is None:
         sys.stderr.write(f"topicspider: error: {clean(url)!r} is not in the archive under {str(directory)!r}\n")
         return 1
     try:
         copy = read_archived(directory, entry)
-    except (OSError, StopIteration, ValueError) as exc:
-        sys.stderr.write(f"topicspider: error: cannot read {entry.file} at byte {entry.offset}: {exc}\n")
+    except ArchiveError as exc:
+        sys.stderr.write(f"topicspider: error: {clean(str(exc))}\n")
         return 1
     sys.stdout.buffer.write(copy.body)
     sys.stdout.flush()

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from flask import Flask, abort, flash, jsonify, redirect, render_template, request, session, url_for
 from werkzeug.wrappers import Response
 
-from topicspider.archive import Archived, find_archived, read_archived
+from topicspider.archive import Archived, ArchiveError, find_archived, read_archived
 from topicspider.config import ConfigError
 from topicspider.console.forms import FormError, added_urls, block_pattern, crawl_request
 from topicspider.console.live import combine
@@ -304,7 +304,7 @@ def create_app(config: ConsoleConfig) -> Flask:
             abort(404)
         try:
             copy = read_archived(Path(config.warc_dir), entry)
-        except (OSError, StopIteration, ValueError):
+        except ArchiveError:
             abort(404)
         content_type = next((value for name, value in copy.headers if name.lower() == "content-type"),
                             "application/octet-stream")

@@ -2,9 +2,9 @@
 
 Enabled by ``topicspider.extensions.progress.Progress`` in ``EXTENSIONS``;
 ``PROGRESS_INTERVAL`` (60 s; 0 turns it off) is how often the line is logged (INFO)
-when standard error is not a terminal (a pipe, a file, scrapyd). On a terminal (and
-``TERM`` not ``dumb``), the line is redrawn in place every :data:`LIVE_REFRESH`
-seconds instead, cut to the terminal's width, and a log record clears it before it is
+when standard error is not a terminal (a pipe, a file, scrapyd). When the log goes to a
+terminal (and ``TERM`` is not ``dumb``), the line is redrawn in place every
+:data:`LIVE_REFRESH` seconds instead, cut to the terminal's width, and a log record clears it before it is
 written, so the two never mix. It says pages fetched and stored, the rate over the last
 :data:`RATE_WINDOW` seconds, requests queued, the depth each site's level has reached
 (the shallowest still in progress), relevant and irrelevant pages with a topic, and
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
 from collections import deque
 from collections.abc import Mapping
@@ -55,8 +54,25 @@ def progress_line(report: Mapping[str, Any], rate: float, queued: int, depths: M
     return " · ".join(parts)
 
 
-def is_live_terminal(stream: IO[str]) -> bool:
-    return stream.isatty() and os.environ.get("TERM", "") != "dumb"
+def terminal_of_the_log() -> IO[str] | None:
+    """The terminal the log records are written to, if they are (not with ``LOG_FILE``,
+    a pipe, or ``TERM=dumb``)."""
+    if os.environ.get("TERM", "") == "dumb":
+        return None
+    for handler in logging.getLogger().handlers:
+        stream = getattr(handler, "stream", None)
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler) \
+                and stream is not None and stream.isatty():
+            return stream  # type: ignore[no-any-return]
+    return None
+
+
+def _width(stream: IO[str]) -> int:
+    """The terminal's width, or 80 when it does not say (a pseudo-terminal of size 0)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (OSError, ValueError):
+        return 80
 
 
 class _ClearLiveLine(logging.Filter):
@@ -75,15 +91,15 @@ class _ClearLiveLine(logging.Filter):
 
 
 class Progress:
-    def __init__(self, crawler: Crawler, stream: IO[str] | None = None) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.interval = get_float(crawler.settings, "PROGRESS_INTERVAL")
         if self.interval == 0:
             raise off_by_design(__name__, "PROGRESS_INTERVAL is 0")
         assert crawler.stats is not None
         self.stats = crawler.stats
-        self.stream = stream or sys.stderr
-        self.live = is_live_terminal(self.stream)
+        self.live = False  # told at spider_opened: Scrapy may set its log handler up after extensions
+        self.stream: IO[str] = sys.stderr
         self.started = monotonic()
         self.samples: deque[tuple[float, int]] = deque()
         self.loop = LoopingCall(self.tick)
@@ -98,6 +114,10 @@ class Progress:
 
     def spider_opened(self) -> None:
         self.started = monotonic()
+        terminal = terminal_of_the_log()
+        self.live = terminal is not None
+        self.stream = terminal or sys.stderr
+        self.clearer.stream = self.stream
         if self.live:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(self.clearer)
@@ -114,11 +134,15 @@ class Progress:
                 self.stream.flush()
 
     def tick(self) -> None:
-        line = self.line()
+        try:
+            line = self.line()
+        except Exception:  # noqa: BLE001 - a progress line is never worth a crawl; the loop goes on
+            logger.debug("No progress line this time", exc_info=True)
+            return
         if not self.live:
             logger.info("Progress: %s", line)
             return
-        width = shutil.get_terminal_size().columns
+        width = _width(self.stream)
         self.stream.write(CLEAR_LINE + (line if len(line) < width else line[:max(width - 2, 1)] + "…"))
         self.stream.flush()
         self.clearer.drawn = True
@@ -129,7 +153,8 @@ class Progress:
         return progress_line(report, self._rate(now, report["pages_fetched"]), self._queued(), self._depths())
 
     def _rate(self, now: float, fetched: int) -> float:
-        """Pages fetched per second over about the last :data:`RATE_WINDOW` seconds."""
+        """Pages fetched per second over about the last :data:`RATE_WINDOW` seconds (the
+        last interval, if longer)."""
         self.samples.append((now, fetched))
         while len(self.samples) > 2 and now - self.samples[1][0] >= RATE_WINDOW:
             self.samples.popleft()

@@ -36,7 +36,9 @@ class BackgroundCacheMiddleware:
         cached = builder.cache.take(request.url)
         if cached is None:
             return None
-        response = cached.replace(request=request)
+        # "cached", as Scrapy's HTTP cache flags its responses: not downloaded again (the
+        # WARC archive, for one, has it already).
+        response = cached.replace(request=request, flags=[*cached.flags, "cached"])
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value("topic/background_reused")
         self.crawler.signals.send_catch_log(signals.response_downloaded, response=response, request=request,

@@ -12,7 +12,7 @@ headers, ``WARC-Concurrent-To`` the response), each gzipped on its own, after a
 ``index.jsonl`` (:mod:`topicspider.archive`, which ``scrapy search --archived`` and the
 console read).
 
-Files are named ``WARC_PREFIX-YYYYmmddHHMMSS-NNNNN-host.warc.gz`` (Heritrix's naming)
+Files are named ``WARC_PREFIX-YYYYmmddHHMMSS-NNNNN-pid~host.warc.gz`` (after Heritrix)
 and a new one is started once the current one passes ``WARC_MAX_SIZE`` bytes (1 GB). A
 thread of its own does the writing: the reactor only queues the records. Responses
 waiting for the thread are bounded by ``WARC_QUEUE_MAX_MB``: past it, a response is not
@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -38,7 +39,8 @@ from urllib.parse import urlsplit
 from scrapy import signals
 
 from topicspider.archive import Exchange, WarcFiles, append_to_index
-from topicspider.config import check_directory, get_float, get_int, off_by_design
+from topicspider.config import check_directory, get_bool, get_float, get_int, off_by_design
+from topicspider.urls import BadURL, canonical_url
 from topicspider.reactor_tools import to_thread
 
 if TYPE_CHECKING:
@@ -48,22 +50,30 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _STOP = object()  # tells the writing thread to finish
+# The flag of a response that was not downloaded now (Scrapy's HTTP cache sets it, and
+# topicspider's background cache): it was archived when it was.
+CACHED = "cached"
 
 
 def _headers(headers: Any) -> list[tuple[str, str]]:
     return [(name.decode("latin-1"), value.decode("latin-1")) for name, values in headers.items() for value in values]
 
 
-def exchange_of(request: Request, response: Response) -> Exchange:
-    """What the archive keeps of ``response`` to ``request``."""
+def exchange_of(request: Request, response: Response, strip_trailing_slash: bool = True) -> Exchange:
+    """What the archive keeps of ``response`` to ``request``, dated now."""
     parts = urlsplit(request.url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     request_headers = [("Host", parts.netloc), *_headers(request.headers)]
     response_headers = [(name, value) for name, value in _headers(response.headers)
                         if name.lower() != "transfer-encoding"]
     ip_address = str(response.ip_address) if getattr(response, "ip_address", None) else ""
+    try:
+        canonical = canonical_url(request.url, strip_trailing_slash)
+    except BadURL:
+        canonical = request.url
     return Exchange(request.url, request.method, target, request_headers, response.protocol or "HTTP/1.1",
-                    response.status, response_headers, response.body, ip_address)
+                    response.status, response_headers, response.body, ip_address, canonical,
+                    datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
 
 
 class WarcMiddleware:
@@ -79,6 +89,7 @@ class WarcMiddleware:
         self.files = WarcFiles(self.directory, settings.get("WARC_PREFIX") or "topicspider",
                                get_int(settings, "WARC_MAX_SIZE"))
         self.queue_limit = int(get_float(settings, "WARC_QUEUE_MAX_MB") * 1024 * 1024)
+        self.strip_trailing_slash = get_bool(settings, "URL_STRIP_TRAILING_SLASH")
         self.queued_bytes = 0  # bodies waiting for the thread (read and written under the lock)
         self.lock = threading.Lock()
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -96,6 +107,9 @@ class WarcMiddleware:
         logger.info("Archiving every response in WARC files under %s", self.directory)
 
     def process_response(self, request: Request, response: Response) -> Response:
+        if CACHED in response.flags:
+            return response  # not over the wire now: archived when it was
+        exchange = exchange_of(request, response, self.strip_trailing_slash)
         size = len(response.body)
         with self.lock:
             full = self.queued_bytes + size > self.queue_limit
@@ -105,7 +119,7 @@ class WarcMiddleware:
             self._count_once("dropped", "WARC writing is behind by %.0f MB: %s not archived (further ones are "
                                         "only counted, warc/dropped)", self.queued_bytes / 1048576, request.url)
         else:
-            self.queue.put(exchange_of(request, response))
+            self.queue.put(exchange)
         return response
 
     def _write_all(self) -> None:
