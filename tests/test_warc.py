@@ -171,3 +171,14 @@ def test_pages_the_background_sample_fetched_are_archived_once(tmp_path, serve, 
                 if kind == "response"]
     served = [f"{site.url}{record['path']}" for record in site.requests()]
     assert sorted(archived) == sorted(served)
+
+
+def test_header_bytes_are_archived_as_they_came(tmp_path) -> None:
+    # A Chinese site's raw UTF-8 Location, as Scrapy hands it over (bytes, here read as latin-1).
+    location = "/新闻/".encode("utf-8").decode("latin-1")
+    files = WarcFiles(tmp_path, "t", 10**9)
+    files.write(Exchange("http://a.cn/n", "GET", "/n", [("Host", "a.cn")], "HTTP/1.1", 301,
+                         [("Location", location)], b"", ""))
+    files.close()
+    raw = gzip.decompress(next(tmp_path.glob("*.warc.gz")).read_bytes())
+    assert "Location: /新闻/\r\n".encode("utf-8") in raw

@@ -17,6 +17,7 @@ import json
 import os
 import socket
 from dataclasses import asdict, dataclass
+from functools import cache
 from datetime import datetime, timezone
 from http import HTTPStatus
 from io import BytesIO
@@ -71,6 +72,23 @@ class ArchivedResponse:
     body: bytes  # as served, but decoded from its Content-Encoding
 
 
+@cache
+def _wire_headers_class() -> Any:
+    from warcio.statusandheaders import StatusAndHeaders
+
+    class WireHeaders(StatusAndHeaders):  # type: ignore[misc]
+        def compute_headers_buffer(self, header_filter: Any = None) -> None:
+            self.headers_buff = self.to_bytes(header_filter, encoding="latin-1")
+
+    return WireHeaders
+
+
+def _wire_headers(statusline: str, headers: list[tuple[str, str]], **options: Any) -> Any:
+    """warcio's headers, written as their bytes came (they are latin-1 decoded), where
+    warcio would %-encode any byte over 127 (a raw UTF-8 Location of a Chinese site)."""
+    return _wire_headers_class()(statusline, headers, **options)
+
+
 class WarcFiles:
     """Rotating gzipped WARC files in ``directory`` (used by one thread)."""
 
@@ -97,20 +115,18 @@ class WarcFiles:
             raise
 
     def _write_pair(self, exchange: Exchange, start: int) -> Archived:
-        from warcio.statusandheaders import StatusAndHeaders
-
         try:
             reason = HTTPStatus(exchange.status).phrase
         except ValueError:
             reason = ""
-        response_headers = StatusAndHeaders(f"{exchange.status} {reason}".strip(), exchange.response_headers,
-                                            protocol=exchange.protocol)
+        response_headers = _wire_headers(f"{exchange.status} {reason}".strip(), exchange.response_headers,
+                                         protocol=exchange.protocol)
         dated = {"WARC-Date": exchange.date} if exchange.date else {}
         extra = {**dated, **({"WARC-IP-Address": exchange.ip_address} if exchange.ip_address else {})}
         response = self.writer.create_warc_record(exchange.url, "response", payload=BytesIO(exchange.body),
                                                   length=len(exchange.body), http_headers=response_headers,
                                                   warc_headers_dict=extra)
-        request_headers = StatusAndHeaders(
+        request_headers = _wire_headers(
             f"{exchange.method} {exchange.request_target} {exchange.protocol}",
             [(name, value) for name, value in exchange.request_headers if name.lower() not in SECRET_HEADERS],
             is_http_request=True)
