@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 from conftest import run_project
@@ -52,6 +53,9 @@ def test_every_response_is_archived_with_its_request(tmp_path, serve, crawl) -> 
     http, body = responses[f"{site.url}/p1.html"]
     assert body == compressed and http.get_header("Content-Encoding") == "gzip"
     assert responses[f"{site.url}/robots.txt"][0].get_statuscode() == "404"
+    # WARC/1.0's date: seconds, UTC (fractions are WARC/1.1's).
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", headers.get_header("WARC-Date"))
+               for _, (kind, headers, _, _) in archived)
     ids = {headers.get_header("WARC-Record-ID") for _, (kind, headers, _, _) in archived if kind == "response"}
     for headers, http in requests:
         assert headers.get_header("WARC-Concurrent-To") in ids

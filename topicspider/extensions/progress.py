@@ -2,9 +2,9 @@
 
 Enabled by ``topicspider.extensions.progress.Progress`` in ``EXTENSIONS``;
 ``PROGRESS_INTERVAL`` (60 s; 0 turns it off) is how often the line is logged (INFO)
-when standard error is not a terminal (a pipe, a file, scrapyd). When the log goes to a
-terminal (and ``TERM`` is not ``dumb``), the line is redrawn in place every
-:data:`LIVE_REFRESH` seconds instead, cut to the terminal's width, and a log record clears it before it is
+when the log does not go to a terminal (``LOG_FILE``, a pipe, scrapyd). When it does
+(and ``TERM`` is not ``dumb``), the line is redrawn in place every :data:`LIVE_REFRESH`
+seconds instead, cut to the terminal's width, and a log record clears it before it is
 written, so the two never mix. It says pages fetched and stored, the rate over the last
 :data:`RATE_WINDOW` seconds, requests queued, the depth each site's level has reached
 (the shallowest still in progress), relevant and irrelevant pages with a topic, and

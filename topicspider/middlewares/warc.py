@@ -40,8 +40,8 @@ from scrapy import signals
 
 from topicspider.archive import Exchange, WarcFiles, append_to_index
 from topicspider.config import check_directory, get_bool, get_float, get_int, off_by_design
-from topicspider.urls import BadURL, canonical_url
 from topicspider.reactor_tools import to_thread
+from topicspider.urls import BadURL, canonical_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -60,7 +60,8 @@ def _headers(headers: Any) -> list[tuple[str, str]]:
 
 
 def exchange_of(request: Request, response: Response, strip_trailing_slash: bool = True) -> Exchange:
-    """What the archive keeps of ``response`` to ``request``, dated now."""
+    """What the archive keeps of ``response`` to ``request``, dated now (to the second,
+    as WARC/1.0 dates are), not when the writing thread gets to it."""
     parts = urlsplit(request.url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     request_headers = [("Host", parts.netloc), *_headers(request.headers)]
@@ -73,7 +74,7 @@ def exchange_of(request: Request, response: Response, strip_trailing_slash: bool
         canonical = request.url
     return Exchange(request.url, request.method, target, request_headers, response.protocol or "HTTP/1.1",
                     response.status, response_headers, response.body, ip_address, canonical,
-                    datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+                    datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 class WarcMiddleware:
