@@ -126,15 +126,11 @@ def absolute_warc_dir(settings: BaseSettings) -> str:
 def command_line_settings(settings: BaseSettings) -> dict[str, str]:
     """The settings given with ``-s`` on the console's command line (``WARC_DIR`` made
     absolute, as the crawls' database is: they run in directories of their own)."""
-    given = _command_line_settings(settings)
+    given = {name: str(value) for name, value in settings.items()
+             if settings.getpriority(name) == SETTINGS_PRIORITIES["cmdline"]}
     if "WARC_DIR" in given:
         given["WARC_DIR"] = absolute_warc_dir(settings)
     return given
-
-
-def _command_line_settings(settings: BaseSettings) -> dict[str, str]:
-    return {name: str(value) for name, value in settings.items()
-            if settings.getpriority(name) == SETTINGS_PRIORITIES["cmdline"]}
 
 
 def _cluster_frontier(settings: BaseSettings) -> tuple[RedisFrontier, str] | None:

@@ -28,6 +28,7 @@ from itertools import groupby
 from typing import Any
 
 from topicspider.storage import chunks
+from topicspider.storage.dialect import SQLITE
 
 # detail=full (FTS5's default) although no phrase query needs the terms' positions:
 # without them, bm25() tokenizes every matching page again to count its terms (a word
@@ -83,7 +84,7 @@ class Fts5Index:
     @staticmethod
     def remove(cursor: Any, ids: list[int]) -> None:
         for chunk in chunks(ids):
-            cursor.execute(f"DELETE FROM search_fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+            cursor.execute(f"DELETE FROM search_fts WHERE rowid IN ({SQLITE.marks(len(chunk))})", chunk)
 
     @staticmethod
     def unindexed(cursor: Any, limit: int) -> list[tuple[int, str, str]]:
@@ -95,7 +96,7 @@ class Fts5Index:
     def indexed(cursor: Any, ids: list[int]) -> set[int]:
         found: set[int] = set()
         for chunk in chunks(ids):
-            cursor.execute(f"SELECT rowid FROM search_fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+            cursor.execute(f"SELECT id FROM search_fts_docsize WHERE id IN ({SQLITE.marks(len(chunk))})", chunk)
             found.update(int(row[0]) for row in cursor.fetchall())
         return found
 
@@ -111,7 +112,7 @@ class Fts5Index:
         if not terms:
             return {}
         tokens = {fts_token(term): term for term in terms}
-        cursor.execute(f"SELECT term, doc FROM search_vocab WHERE term IN ({','.join('?' * len(tokens))})",
+        cursor.execute(f"SELECT term, doc FROM search_vocab WHERE term IN ({SQLITE.marks(len(tokens))})",
                        list(tokens))
         return {tokens[token]: int(count) for token, count in cursor.fetchall()}
 
