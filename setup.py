@@ -2,7 +2,7 @@
 egg of the ``topicspider`` package from this file and uploads it; the ``scrapy`` entry
 point tells scrapyd where the project's settings are. Runtime dependencies come from
 ``requirements.txt``, the one list of them; install them where scrapyd runs (see
-README, "Deploy to scrapyd")."""
+docs/scrapyd.md)."""
 
 from pathlib import Path
 

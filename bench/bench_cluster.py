@@ -5,6 +5,7 @@ Usage (from the repository root, with the project's virtualenv and a Redis serve
 
     .venv/bin/python bench/bench_cluster.py [--redis redis://127.0.0.1:6379/0] [--rounds 2]
         [--hosts 12] [--pages 100] [--delay 0.1] [--latency 0.1] [--concurrency 2] [--netns] [--keep]
+        [--plot docs/scaling.svg]
 
 Each host is a :mod:`topicspider.localsite` server on its own loopback address
 (127.0.0.40 and up), serving a generated linked site of ``--pages`` pages whose every
@@ -55,10 +56,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import Any
 
-from common import REPO, BenchFailure, header_lines, run_in_scratch
+from common import REPO, BenchFailure, header_lines, run_in_scratch, write_svg
 
 sys.path.insert(0, str(REPO))
 
@@ -87,6 +89,9 @@ class Config:
         worker_bound = workers * self.concurrency / self.latency
         polite_bound = min(self.hosts / (self.delay + HANDOFF_MARGIN), self.hosts * 2 / self.latency)
         return f"worker bound {worker_bound:.0f}/s, politeness bound {polite_bound:.0f}/s"
+
+    def describe(self) -> str:
+        return f"{self.hosts} hosts, delay {self.delay} s, {self.concurrency} requests per worker"
 
 
 @dataclass
@@ -259,6 +264,7 @@ def run_configs(options: argparse.Namespace, scratch: Path, address_of: Callable
              if options.netns else "every worker on this machine's loopback")
     print(f"  network       {where}")
     print(f"  redis         {mask_url(redis_url)}; rounds {options.rounds}; extra settings {options.set or 'none'}")
+    medians: dict[str, dict[int, float]] = {}
     for config in configs:
         if options.only and config.name != options.only:
             continue
@@ -282,6 +288,45 @@ def run_configs(options: argparse.Namespace, scratch: Path, address_of: Callable
             print(f"  {count} worker(s): median {statistics.median(rates[count]):7.1f} pages/s,"
                   f" {statistics.median(scaling):.2f}x one worker (rounds: "
                   + ", ".join(f"{x:.2f}" for x in scaling) + ")")
+        medians[config.describe()] = {count: statistics.median(rates[count]) for count in WORKER_COUNTS}
+    if options.plot:
+        plot_scaling(medians, options.plot, f"{options.rounds} round(s), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+
+
+PLOT_COLOURS = ("#1f77b4", "#d62728", "#2ca02c")
+
+
+def plot_scaling(medians: dict[str, dict[int, float]], path: Path, when: str) -> None:
+    """An SVG of each configuration's median pages/s against the workers, with the
+    linear scaling of its one-worker rate dashed beside it."""
+    width, height, left, top = 420, 260, 50, 40
+    top_rate = max(max(*rates.values(), rates[1] * len(WORKER_COUNTS)) for rates in medians.values()) * 1.05
+    most = max(WORKER_COUNTS)
+
+    def point(workers: float, rate: float) -> str:
+        return f"{left + width * (workers - 1) / (most - 1):.1f},{top + height * (1 - rate / top_rate):.1f}"
+
+    parts = [f'<rect x="{left}" y="{top}" width="{width}" height="{height}" fill="none" stroke="#999"/>',
+             f'<text x="{left}" y="{top - 14}" font-size="13">pages/s of one crawl shared by 1, 2 and 3 workers</text>',
+             f'<text x="{left - 40}" y="{top + 4}" font-size="10">{top_rate:.0f}</text>',
+             f'<text x="{left - 12}" y="{top + height}" font-size="10">0</text>']
+    for count in WORKER_COUNTS:
+        x, _ = point(count, 0).split(",")
+        parts.append(f'<text x="{x}" y="{top + height + 14}" font-size="10" text-anchor="middle">'
+                     f'{count} worker{"s" if count > 1 else ""}</text>')
+    for index, (label, rates) in enumerate(medians.items()):
+        colour = PLOT_COLOURS[index % len(PLOT_COLOURS)]
+        points = " ".join(point(count, rates[count]) for count in WORKER_COUNTS)
+        linear = " ".join(point(count, rates[1] * count) for count in WORKER_COUNTS)
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1" stroke-dasharray="4 3" points="{linear}"/>')
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"/>')
+        scaling = rates[most] / rates[1]
+        parts.append(f'<text x="{left}" y="{top + height + 32 + 14 * index}" font-size="11" fill="{colour}">'
+                     f'{escape(label)}: {scaling:.2f}x with {most} (dashed: linear)</text>')
+    parts.append(f'<text x="{left}" y="{top + height + 32 + 14 * len(medians)}" font-size="10" fill="#555">'
+                 f'bench/bench_cluster.py, median of {escape(when)}</text>')
+    write_svg(path, width + left + 40, height + top + 50 + 14 * len(medians), "".join(parts))
+    print(f"\nscaling plot written to {path}")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -301,6 +346,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a further setting for every worker (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument("--plot", type=Path, default=None, help="write the scaling plot (SVG) here")
     return parser.parse_args(argv)
 
 

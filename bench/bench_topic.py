@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from common import REPO, BenchFailure, header_lines, run_in_scratch
+from common import REPO, BenchFailure, header_lines, run_in_scratch, write_svg
 from topic_corpus import SPECS, Corpus, build_corpus
 
 sys.path.insert(0, str(REPO))
@@ -279,9 +279,7 @@ def plot_harvest(rows: list[dict[str, object]], path: Path) -> None:
             f'<text x="{x0 - 30}" y="{pad + height}" font-size="10">0.0</text>'
             f'<text x="{x0 + width - 90}" y="{pad + height + 14}" font-size="10">pages fetched →</text>' + "".join(lines))
     total_width = len(corpora) * (width + pad) + pad
-    path.write_text(f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_width}" height="{height + 2 * pad + 40}" '
-                    f'font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>{"".join(panels)}</svg>\n',
-                    "utf-8")
+    write_svg(path, total_width, height + 2 * pad + 40, "".join(panels))
     print(f"\nharvest-rate plot written to {path}")
 
 

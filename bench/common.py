@@ -75,3 +75,10 @@ def run_in_scratch(name: str, prefix: str, keep: bool, benchmark: Callable[[Path
     else:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+def write_svg(path: Path, width: int, height: int, body: str) -> None:
+    """An SVG picture of ``body``'s elements on a white page, for the docs."""
+    path.write_text(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+                    f'font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>{body}</svg>\n',
+                    "utf-8")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import run_project, stop_crawl_when
 from test_crawl import write
 
 from tests.services import query
 from topicspider.localsite import page_html
+from topicspider.runner import crawl_command
 from topicspider.duplicates import (
     SIMHASH_MAX_CHARS,
     ContentIndex,
@@ -176,3 +179,89 @@ def test_short_texts_are_not_compared() -> None:
     assert [result.content_digest for result in results] == [None, None]
     long = page_html("Guide", some_text(30), [])
     assert analyse_page(Page("http://a.cn/g", long.encode(), "utf-8", "a.cn", 1), PageRules()).content_digest
+
+
+def test_a_copy_follows_its_links_when_the_first_copy_followed_none(tmp_path, serve, crawl) -> None:
+    """The first copy read said nofollow (or lay at the depth limit): its links were not
+    followed, and the later copy's were lost with it as a duplicate's."""
+    root = tmp_path / "site"
+    guide = page_html("Guide", some_text(40), ["leaf.html"])
+    write(root / "index.html", page_html("Home", some_text(41), ["/first/index.html", "/hub.html"]))
+    write(root / "first" / "index.html", guide.replace("<head>", '<head><meta name="robots" content="nofollow">'))
+    write(root / "hub.html", page_html("Hub", some_text(42), ["/second/index.html"]))
+    write(root / "second" / "index.html", guide)
+    for copy in ("first", "second"):
+        write(root / copy / "leaf.html", page_html(f"Leaf of {copy}", some_text(43), []))
+    site = serve(root)
+
+    result = crawl(site.url + "/", depth=3)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    fetched = site.paths()
+    assert "/first/leaf.html" not in fetched, "the nofollow copy's links are not followed"
+    assert "/second/leaf.html" in fetched, "the copy that may be followed is"
+    assert result.rows("SELECT url, duplicate_of FROM page_aliases") == [
+        (site.url + "/second/index.html", site.url + "/first/index.html")]
+    assert result.stats["duplicates/exact"] == 1 and result.stats["duplicates/links_followed"] == 1
+    # a third copy finds the links followed already
+    index = ContentIndex(capacity=10)
+    digest = content_digest("Guide", some_text(40))
+    assert index.check("http://a/1", digest, None, follows=False).follow_links is False
+    assert index.check("http://a/2", digest, None, follows=True).follow_links is True
+    assert index.check("http://a/3", digest, None, follows=True).follow_links is False
+    assert index.check("http://a/4", digest, None, follows=False).follow_links is False
+
+
+def test_a_resumed_crawl_remembers_the_pages_stored_before_it_stopped(tmp_path, serve) -> None:
+    """A copy met after a pause was stored again as a page of its own: each run of a
+    JOBDIR crawl began with no memory of the texts stored."""
+    root = tmp_path / "site"
+    guide = page_html("Guide", some_text(50), [])
+    write(root / "index.html", page_html("Home", some_text(51), ["/first/index.html", "/hub1.html"]))
+    write(root / "first" / "index.html", guide)
+    write(root / "hub1.html", page_html("Hub one", some_text(52), ["/hub2.html"]))
+    write(root / "hub2.html", page_html("Hub two", some_text(53), ["/second/index.html"]))
+    write(root / "second" / "index.html", guide)
+    site = serve(root)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    command = crawl_command(site.url + "/", 3, {"JOBDIR": tmp_path / "job", "DOWNLOAD_DELAY": 0.4})
+    assert stop_crawl_when(command, workdir, lambda: "/first/index.html" in site.paths()) == 0
+    assert "/second/index.html" not in site.paths(), "the crawl must be stopped before the copy"
+    with sqlite3.connect(workdir / "topicspider.db") as db:
+        stored_before = db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+
+    resumed = run_project(command, workdir)
+
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "/second/index.html" in site.paths()
+    with sqlite3.connect(workdir / "topicspider.db") as db:
+        assert db.execute("SELECT url, duplicate_of FROM page_aliases").fetchall() == [
+            (site.url + "/second/index.html", site.url + "/first/index.html")]
+        assert db.execute("SELECT COUNT(*) FROM pages").fetchone() == (4,)
+    assert f"Duplicate content: {stored_before} stored pages remembered from before the crawl was paused" in \
+        resumed.stderr
+
+
+def test_the_content_index_is_saved_and_restored_whole() -> None:
+    index = ContentIndex(capacity=3, max_distance=3)
+    texts = [some_text(60 + n) for n in range(4)]
+    for n, text in enumerate(texts):
+        index.check(f"http://a/{n}", content_digest("T", text), simhash(text), follows=n % 2 == 0)
+    restored = ContentIndex(capacity=3, max_distance=3)
+    restored.restore(index.snapshot())
+    assert restored.snapshot() == index.snapshot() and len(restored.exact) == 3
+    assert restored.check("http://a/x", content_digest("T", texts[0]), None).duplicate_of is None, "forgotten"
+    assert restored.check("http://a/y", content_digest("T", texts[2]), None).duplicate_of == "http://a/2"
+    copy = restored.check("http://a/z", content_digest("T", texts[3]), None, follows=True)
+    assert copy.duplicate_of == "http://a/3" and copy.follow_links, "whether links were followed is kept"
+    edited = texts[2] + " footer"
+    assert restored.check("http://a/e", content_digest("T", edited), simhash(edited)).near_duplicate_of == "http://a/2"
+    before = restored.snapshot()
+    for bad in ({"exact": [(b"x",)], "near": []}, {"exact": [], "near": [(1,)]}, {"near": []}):
+        with pytest.raises((KeyError, TypeError, ValueError)):
+            restored.restore(bad)
+        assert restored.snapshot() == before, "a bad snapshot changes nothing"
+    smaller = ContentIndex(capacity=1, max_distance=None)
+    smaller.restore(index.snapshot())
+    assert len(smaller.exact) == 1 and smaller.near is None, "a lower capacity keeps the most recent"

@@ -30,7 +30,7 @@ from topicspider.storage.mysql import MySQLURLTable
 from topicspider.storage.seen import SeenURL, URLState, open_seen_store
 
 PAGES = 300
-# The crawl's own limits, which bound what a kill can cost (the README's guarantee):
+# The crawl's own limits, which bound what a kill can cost (the guarantee in docs/crawling.md):
 # pages being crawled (the downloader's slots), and pages read but not yet marked
 # finished, at most the storage pipeline's last two batches.
 CONCURRENCY = 4

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from functools import cache
 from datetime import datetime, timezone
@@ -23,6 +24,7 @@ from http import HTTPStatus
 from io import BytesIO
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from topicspider import __version__
 
@@ -50,6 +52,7 @@ class Exchange:
     ip_address: str
     canonical: str = ""  # the request URL as pages are stored under it
     date: str = ""  # when the response came (WARC-Date), ISO 8601 UTC
+    depth: int | None = None  # links from its seed, for a crawl's request
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class Archived:
     status: int
     date: str  # ISO 8601, UTC
     canonical: str = ""  # the URL as pages are stored under it (topicspider.urls.canonical_url)
+    depth: int | None = None  # links from its seed; None in archives written before it was kept
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,7 @@ class WarcFiles:
         self.file.flush()
         self.bytes += self.file.tell() - start
         return Archived(exchange.url, self.name, offset, length, exchange.status,
-                        response.rec_headers.get_header("WARC-Date"), exchange.canonical)
+                        response.rec_headers.get_header("WARC-Date"), exchange.canonical, exchange.depth)
 
     def _next_file(self) -> None:
         from warcio.warcwriter import WARCWriter
@@ -177,24 +181,63 @@ def append_to_index(directory: Path, entries: list[Archived]) -> None:
         os.close(descriptor)
 
 
+def index_entries(directory: Path) -> Iterator[Archived]:
+    """The directory's index lines, in the order they were written; a line that is
+    blank or was cut short is skipped. None without an index."""
+    try:
+        with (directory / INDEX_NAME).open(encoding="utf-8", errors="replace") as index:
+            for line in index:
+                try:
+                    yield Archived(**json.loads(line))
+                except (ValueError, TypeError):
+                    continue  # a blank line, or one a crash cut short
+    except FileNotFoundError:
+        return
+
+
 def find_archived(directory: Path, urls: set[str]) -> dict[str, Archived]:
     """For each of ``urls`` (stored pages' canonical URLs, or URLs as fetched) the index
     holds, its latest archived response: the latest with a 2xx status if any (a page
     stored under the URL it was redirected from has its 3xx archived under it too)."""
     found: dict[str, Archived] = {}
-    try:
-        with (directory / INDEX_NAME).open(encoding="utf-8", errors="replace") as index:
-            for line in index:
-                try:
-                    entry = Archived(**json.loads(line))
-                except (ValueError, TypeError):
-                    continue  # a blank line, or one a crash cut short
-                for key in {entry.canonical, entry.url} & urls:
-                    if 200 <= entry.status < 300 or not 200 <= found.get(key, entry).status < 300:
-                        found[key] = entry
-    except FileNotFoundError:
-        return {}
+    for entry in index_entries(directory):
+        for key in {entry.canonical, entry.url} & urls:
+            if _preferred(entry, found.get(key)):
+                found[key] = entry
     return found
+
+
+def _preferred(entry: Archived, before: Archived | None) -> bool:
+    """Whether ``entry``, later in the index, stands for its URL rather than ``before``:
+    a 2xx over anything, else the latest."""
+    return before is None or 200 <= entry.status < 300 or not 200 <= before.status < 300
+
+
+class ReplayIndex:
+    """Every URL an archive answered, with its latest response (a 2xx preferred), for
+    answering a crawl's requests from the archive instead of the network."""
+
+    def __init__(self, directory: Path, responses: dict[str, Archived]) -> None:
+        self.directory = directory
+        self.responses = responses  # URL as fetched -> its response, in order of first archiving
+
+    @classmethod
+    def load(cls, directory: Path) -> ReplayIndex:
+        responses: dict[str, Archived] = {}
+        for entry in index_entries(directory):
+            if _preferred(entry, responses.get(entry.url)):
+                responses[entry.url] = entry
+        return cls(directory, responses)
+
+    def __len__(self) -> int:
+        return len(self.responses)
+
+    def pages(self) -> list[Archived]:
+        """The responses to read as pages again: those with a 2xx status, robots.txt
+        left out, shallowest first (an archive without depths: as archived)."""
+        found = [entry for entry in self.responses.values()
+                 if 200 <= entry.status < 300 and urlsplit(entry.url).path != "/robots.txt"]
+        return sorted(found, key=lambda entry: entry.depth or 0)
 
 
 class ArchiveError(Exception):

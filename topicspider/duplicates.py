@@ -8,8 +8,8 @@ texts that differ only a little.
   words, each counted once; in Chinese or Japanese, a run of characters between marks
   is a word). Texts that share most shingles differ in few bits.
 * :class:`ContentIndex`: the pages seen, bounded: a digest says which earlier page has
-  exactly the same text, and the SimHash which earlier page is within ``distance`` bits
-  of it (Manku, Jain and Das Sarma, 2007: 3 of 64 bits for billions of web pages). A
+  exactly the same text (and whether any copy's links were followed yet), and the
+  SimHash which earlier page is within ``distance`` bits of it (Manku, Jain and Das Sarma, 2007: 3 of 64 bits for billions of web pages). A
   SimHash is cut into ``distance + 1`` blocks: two within ``distance`` bits agree on at
   least one block whole, so a page is compared only with those sharing a block.
 """
@@ -21,6 +21,7 @@ import hashlib
 import re
 from array import array
 from dataclasses import dataclass
+from typing import Any
 
 from topicspider.lru import LRU
 
@@ -81,11 +82,14 @@ def distance(one: int, other: int) -> int:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What :meth:`ContentIndex.check` found for a page: the URL of an earlier page with
-    the same text, or else of one whose SimHash is within the distance (and how far)."""
+    the same text, or else of one whose SimHash is within the distance (and how far).
+    ``follow_links``: a copy whose links are to be followed, no copy's having been yet
+    (the first said nofollow, or lay at the depth limit)."""
 
     duplicate_of: str | None = None
     near_duplicate_of: str | None = None
     bits: int = 0
+    follow_links: bool = False
 
 
 class NearDuplicateIndex:
@@ -135,6 +139,18 @@ class NearDuplicateIndex:
         while len(self.urls) > self.capacity:
             self._forget(next(iter(self.urls)))
 
+    def snapshot(self) -> list[tuple[int, str]]:
+        """The SimHashes and their URLs, oldest first."""
+        return list(self.urls.items())
+
+    def restore(self, saved: list[tuple[int, str]]) -> None:
+        """Hold the most recent ``capacity`` of ``saved`` (a :meth:`snapshot`) instead;
+        each table is sorted once, where adding them one by one would move each array
+        once per SimHash."""
+        urls = dict(saved[-self.capacity:])
+        self.tables = [array("Q", sorted(_turn(value, turn) for value in urls)) for turn, _ in self.blocks]
+        self.urls = urls
+
     def _forget(self, value: int) -> None:
         del self.urls[value]
         for (turn, _), table in zip(self.blocks, self.tables):
@@ -152,16 +168,21 @@ class ContentIndex:
     ``capacity`` most recent. ``max_distance`` None: no near-duplicates."""
 
     def __init__(self, capacity: int, max_distance: int | None = 3) -> None:
-        self.exact: LRU[bytes, str] = LRU(capacity)
+        # digest -> (the first copy's URL, whether a copy's links were followed)
+        self.exact: LRU[bytes, tuple[str, bool]] = LRU(capacity)
         self.near = None if max_distance is None else NearDuplicateIndex(max_distance, capacity)
 
-    def check(self, url: str, digest: bytes, value: int | None) -> Verdict:
+    def check(self, url: str, digest: bytes, value: int | None, follows: bool = True) -> Verdict:
         """What ``url``'s page is to the pages before it; a page that is no exact
-        duplicate is remembered."""
+        duplicate is remembered. ``follows``: whether the page's links would be followed."""
         original = self.exact.get(digest)
-        if original is not None and original != url:
-            return Verdict(duplicate_of=original)
-        self.exact.put(digest, url)
+        if original is not None and original[0] != url:
+            first, followed = original
+            if followed or not follows:
+                return Verdict(duplicate_of=first)
+            self.exact.put(digest, (first, True))
+            return Verdict(duplicate_of=first, follow_links=True)
+        self.exact.put(digest, (url, follows or (original is not None and original[1])))
         if self.near is None or value is None:
             return Verdict()
         nearest = self.near.nearest(value)
@@ -169,3 +190,19 @@ class ContentIndex:
         if nearest is None or nearest[0] == url:
             return Verdict()
         return Verdict(near_duplicate_of=nearest[0], bits=nearest[1])
+
+    def snapshot(self) -> dict[str, list[Any]]:
+        """What the index holds, as plain data (oldest first) for :meth:`restore`: a
+        paused crawl's memory of the pages stored before it stopped."""
+        exact = [(digest, url, followed) for digest, (url, followed) in self.exact.entries.items()]
+        return {"exact": exact, "near": [] if self.near is None else self.near.snapshot()}
+
+    def restore(self, saved: dict[str, list[Any]]) -> None:
+        """Hold what :meth:`snapshot` gave instead, the most recent ``capacity`` of it;
+        unchanged if ``saved`` is not such data."""
+        exact: LRU[bytes, tuple[str, bool]] = LRU(self.exact.capacity)
+        for digest, url, followed in saved["exact"][-self.exact.capacity:]:
+            exact.put(digest, (url, followed))
+        if self.near is not None:
+            self.near.restore(saved["near"])
+        self.exact = exact

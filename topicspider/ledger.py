@@ -46,6 +46,7 @@ REFUSALS = (
     ("redirect refused by URL_FILTER_FILE", "filter"),
     ("site budget reached", "site_budget"),
     ("blocked by pattern", "filter"),
+    ("not in the WARC archive", "not_archived"),  # middlewares.replay.NOT_ARCHIVED
 )
 IGNORED_PREFIX = "ignored: "
 MAX_REASON_CHARS = 40

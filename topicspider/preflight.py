@@ -31,6 +31,12 @@ def check_settings(settings: BaseSettings, database: bool = True) -> None:
     for name in ("CRAWL_LOG", "STATS_FILE", "TOPIC_TRAIN_OUTPUT", "STORAGE_SPILL_FILE"):
         _check_writable(name, settings.get(name) or "")
     check_directory("WARC_DIR", settings.get("WARC_DIR") or "")
+    if settings.get("WARC_REPLAY_DIR"):
+        from topicspider.middlewares.replay import check_replay_dir
+
+        check_replay_dir(settings.get("WARC_REPLAY_DIR"))
+        if redis_url(settings):
+            raise ConfigError("WARC_REPLAY_DIR: a replay of an archive runs in one process, without REDIS_URL")
     if database:
         open_store(settings.get("DATABASE_URL") or "").close()
     if redis_url(settings):

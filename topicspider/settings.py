@@ -1,5 +1,5 @@
 """topicspider's settings: Scrapy's, tuned for a polite breadth-first crawl, and the
-project's own. Every default the project adds lives here and in the README's table."""
+project's own. Every default the project adds lives here and in docs/settings.md's table."""
 
 from topicspider import __version__
 from topicspider.urls import MAX_PATH_REPEATS, MAX_PATH_SEGMENTS, SESSION_PARAMETERS
@@ -68,6 +68,8 @@ DOWNLOADER_MIDDLEWARES = {
     "topicspider.middlewares.pacing.PacingMiddleware": 950,
     # Its twin for distributed mode (REDIS_URL): exactly one of the two is enabled.
     "topicspider.middlewares.clusterpacing.ClusterPacingMiddleware": 950,
+    # WARC_REPLAY_DIR (scrapy reindex): the archive answers where the network would.
+    "topicspider.middlewares.replay.WarcReplayMiddleware": 960,
     # WARC_DIR: every response as it came over the wire (before decompression).
     "topicspider.middlewares.warc.WarcMiddleware": 990,
 }
@@ -99,12 +101,13 @@ FEED_EXPORT_FIELDS = ["url", "title", "depth", "http_status", "fetched_at", "rel
                       "relevance_terms", "emails", "duplicate_of", "near_duplicate_of", "content_type", "encoding",
                       "content_length", "text"]
 
-# topicspider's own settings (documented in README.md).
+# topicspider's own settings (documented in docs/settings.md).
 PROGRESS_INTERVAL = 60.0  # seconds between progress lines in a log; live on a terminal
 WARC_DIR = ""  # a directory: archive every response there, in WARC files (off when empty)
 WARC_PREFIX = "topicspider"
 WARC_MAX_SIZE = 1_000_000_000  # bytes a WARC file grows to before the next one starts
 WARC_QUEUE_MAX_MB = 256.0  # response bodies waiting to be written, at most
+WARC_REPLAY_DIR = ""  # answer requests from this archive instead of the network (scrapy reindex)
 URL_STRIP_TRAILING_SLASH = True
 # The links' normaliser and trap filters (topicspider.urls.URLRules), with Scrapy's
 # URLLENGTH_LIMIT (2083) as the longest URL a link may have.
@@ -141,7 +144,7 @@ STORAGE_RETRY_MAX_DELAY = 30.0
 STORAGE_SPILL_FILE = "topicspider-spill.jsonl"
 SEARCH_INDEX = True  # index pages for search as they are stored (scrapy search --reindex catches up)
 # A trained topic: the centroid model, learnt against pages sampled from the seeds'
-# sites ("lexicon": the seed documents' model). See README, "Topic relevance".
+# sites ("lexicon": the seed documents' model). See docs/topic.md.
 TOPIC_MODEL = "centroid"
 TOPIC_THRESHOLD = ""  # empty: each topic's own, calibrated on its samples (0.6 for keywords)
 TOPIC_TARGET_RECALL = 0.9  # the share of held-out samples the first learning step's threshold keeps
@@ -152,7 +155,7 @@ TOPIC_TITLE_WEIGHT = 4.0
 TOPIC_BODY_WEIGHT = 1.0
 TOPIC_TOP_K = 100
 TOPIC_MAX_CHARS = 10_000
-# jieba in Rust: the same cuts as jieba, 9x faster in scoring (see README).
+# jieba in Rust: the same cuts as jieba, 9x faster in scoring (see docs/benchmarks.md, "Scoring cost").
 TOPIC_SEGMENTER = "rjieba"
 TOPIC_USER_DICT = ""
 TOPIC_STORE_ALL = False
@@ -166,7 +169,7 @@ PAGE_TIMEOUT = 60.0  # seconds a page may hold a worker before it is stopped
 # Duplicate content (topicspider.duplicates): a page whose text an earlier page has is
 # stored as an alias of it, and its links are not followed; pages whose SimHashes are
 # within DUPLICATE_NEAR_DISTANCE bits are flagged (-1: not looked for). The most recent
-# DUPLICATE_CAPACITY pages are remembered, about 350 bytes each: 35 MB.
+# DUPLICATE_CAPACITY pages are remembered, about 400 bytes each: 40 MB.
 DUPLICATE_CONTENT = True
 DUPLICATE_NEAR_DISTANCE = 3
 DUPLICATE_CAPACITY = 100_000

@@ -74,7 +74,7 @@ def exchange_of(request: Request, response: Response, strip_trailing_slash: bool
         canonical = request.url
     return Exchange(request.url, request.method, target, request_headers, response.protocol or "HTTP/1.1",
                     response.status, response_headers, response.body, ip_address, canonical,
-                    datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+                    datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), request.meta.get("depth"))
 
 
 class WarcMiddleware:

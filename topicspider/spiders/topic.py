@@ -65,7 +65,7 @@ from topicspider.config import (
     seeds_under,
     url_rules_from,
 )
-from topicspider.duplicates import ContentIndex
+from topicspider.duplicates import ContentIndex, Verdict
 from topicspider.encoding import looks_binary
 from topicspider.focus import (
     TopicArguments, TopicBuilder, check_topic_arguments, parse_topic_arguments, threshold_setting,
@@ -99,6 +99,7 @@ HISTOGRAM_BUCKETS = 10  # over the highest possible score: steps of 0.5 from 0 t
 SEED_POLL = 0.5  # seconds between looks at the Redis start-URL list
 SEED_MESSAGE_MAX_CHARS = 16_384  # a start-list entry longer than this is no URL
 NOT_SCORED = Relevance(0.0)
+CONTENTS_STATE = "duplicate_contents"  # the content index's key in a JOBDIR crawl's spider state
 
 
 def is_html(response: Response) -> bool:
@@ -120,7 +121,7 @@ def is_binary(response: Response) -> bool:
 class TopicSpider(scrapy.Spider):
     name = "topic"
     #: Finish reasons that make ``scrapy crawl`` exit non-zero.
-    FAILED_REASONS = frozenset({"start_error", "page_analysis_failed", "memusage_exceeded"})
+    FAILED_REASONS = frozenset({"start_error", "page_analysis_failed", "memusage_exceeded", "replay_failed"})
     #: Finish reasons of bad input (a training sample or negative that cannot be read):
     #: exit status 2, as for a bad argument.
     BAD_INPUT_REASONS = frozenset({"topic_failed"})
@@ -191,6 +192,8 @@ class TopicSpider(scrapy.Spider):
             simhash=near_distance_from(settings) is not None,
         )
         spider.contents = ContentIndex(get_int(settings, "DUPLICATE_CAPACITY"), near_distance_from(settings))
+        spider.contents_restored = False
+        crawler.signals.connect(spider._save_contents, signal=signals.spider_closed)
         spider.seed_urls = seeds_under(spider.seed_urls, spider.rules.url_rules)
         spider.pages = PagePool.from_crawler(crawler)
         crawler.signals.connect(spider._start_pages, signal=signals.spider_opened)
@@ -200,7 +203,8 @@ class TopicSpider(scrapy.Spider):
         spider.threshold_override = threshold_setting(settings)
         spider.cluster = bool(redis_url(settings))
         spider.idle_timeout = get_float(settings, "REDIS_IDLE_TIMEOUT")
-        if not spider.seed_urls and not spider.train_output and not spider.cluster:
+        spider.replaying = bool(settings.get("WARC_REPLAY_DIR"))
+        if not spider.seed_urls and not spider.train_output and not spider.cluster and not spider.replaying:
             raise ConfigError("no seed URLs given: use -a seeds=URL[,URL...] or -a seeds=@file")
         spider.topic_builder = None
         if spider.topic_arguments.wanted:
@@ -221,6 +225,10 @@ class TopicSpider(scrapy.Spider):
         except PagePoolFailed as exc:
             self.logger.error("topicspider: error: %s", exc)
             raise CloseSpider("page_analysis_failed") from None
+        if self.replaying:
+            async for request in self._replayed_pages():
+                yield request
+            return
         for url in self.seed_urls:
             yield self.seed_request(url)
         if self.cluster:
@@ -237,6 +245,18 @@ class TopicSpider(scrapy.Spider):
     def seed_request(self, url: str) -> Request:
         """A request for ``url`` as a seed: depth 0, its own site."""
         return self._request(url, site_of(url), depth=0)
+
+    async def _replayed_pages(self) -> AsyncIterator[Request]:
+        """Every page the archive holds (``scrapy reindex``), at the depth it was crawled
+        at (0 in archives that did not keep it)."""
+        from topicspider.middlewares.replay import WarcReplayMiddleware
+
+        replay = self.crawler.get_downloader_middleware(WarcReplayMiddleware)
+        if replay is None:
+            self.logger.error("topicspider: error: WARC_REPLAY_DIR is set but WarcReplayMiddleware is not enabled")
+            raise CloseSpider("replay_failed")
+        for entry in (await replay.index()).pages():
+            yield self._request(entry.url, site_of(entry.url), depth=entry.depth or 0)
 
     async def _cluster_seeds(self) -> AsyncIterator[Request]:
         """Seeds pushed to the crawl's start-URL list in Redis, until the whole cluster
@@ -391,35 +411,66 @@ class TopicSpider(scrapy.Spider):
             item.relevance_terms = analysis.relevance.explain()
             item.relevant = self._record(analysis.relevance, response)
         self._scored(response, analysis.relevance)
-        if analysis.content_digest is not None and self._is_duplicate(item, analysis, response):
-            yield item  # stored as an alias of the page it repeats; its links are that page's
-            return
+        verdict = self._content_verdict(item, analysis, response)
+        if verdict.duplicate_of is not None:
+            yield item  # stored as an alias of the page it repeats
+            if not verdict.follow_links:
+                return  # its links are that page's
+        elif not analysis.noindex:
+            yield item
+        if self.replaying:
+            return  # reading the archive again, not crawling: no link is followed
         if analysis.dropped:
             self.crawler.signals.send_catch_log(links_dropped, links=analysis.dropped)
-        if not analysis.noindex:
-            yield item
         for link in analysis.links:
             request = self._request(link.url, site)
             if link.priority is not None:
                 request.priority = link.priority
             yield request
 
-    def _is_duplicate(self, item: PageItem, analysis: PageAnalysis, response: Response) -> bool:
-        """Whether the page repeats the text of one stored before; a near duplicate is
-        flagged on its item."""
-        assert analysis.content_digest is not None
-        verdict = self.contents.check(item.url, analysis.content_digest, analysis.simhash)
+    def _content_verdict(self, item: PageItem, analysis: PageAnalysis, response: Response) -> Verdict:
+        """Whether the page repeats the text of one stored before, marked on its item and
+        response; a near duplicate is flagged on its item."""
+        if analysis.content_digest is None:
+            return Verdict()
+        verdict = self._remembered_contents().check(item.url, analysis.content_digest, analysis.simhash,
+                                                    bool(analysis.links))
         if verdict.near_duplicate_of is not None:
             item.near_duplicate_of = verdict.near_duplicate_of
             self._count("duplicates/near")
             self._count(f"duplicates/near_bits/{verdict.bits}")
         if verdict.duplicate_of is None:
-            return False
+            return verdict
         item.duplicate_of = verdict.duplicate_of
         response.meta[DROPPED_META] = DUPLICATE
         self._count("duplicates/exact")
+        if verdict.follow_links:
+            # The first copy's links were not followed (nofollow, the depth limit).
+            self._count("duplicates/links_followed")
         self.logger.debug("%s repeats the text of %s", item.url, item.duplicate_of)
-        return True
+        return verdict
+
+    def _remembered_contents(self) -> ContentIndex:
+        """The content index, holding on a resumed JOBDIR crawl what was stored before
+        the pause (Scrapy's SpiderState sets ``state`` after this spider's spider_opened
+        handlers have run, so it is read at the first page)."""
+        if not self.contents_restored:
+            self.contents_restored = True
+            saved = getattr(self, "state", {}).get(CONTENTS_STATE)
+            if saved:
+                try:
+                    self.contents.restore(saved)
+                except (KeyError, TypeError, ValueError) as exc:
+                    self.logger.warning("Duplicate content: the saved index was not read (%r); starting empty", exc)
+                else:
+                    self.logger.info("Duplicate content: %d stored pages remembered from before the crawl was paused",
+                                     len(self.contents.exact))
+        return self.contents
+
+    def _save_contents(self) -> None:
+        """Kept in ``state``, which Scrapy's SpiderState writes to JOBDIR after this."""
+        if hasattr(self, "state"):
+            self.state[CONTENTS_STATE] = self._remembered_contents().snapshot()
 
     def _page_lost(self, response: Response, site: str, exc: PageLost) -> None:
         if isinstance(exc, SiteQuarantined):

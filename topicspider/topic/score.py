@@ -33,7 +33,7 @@ from topicspider.topic.template import SiteTemplates
 
 KINDS = ("centroid", "lexicon")
 # The threshold of a keyword topic: the best of the evaluation's keyword topics (see
-# README, "Evaluation on real sites"); a title holding one of up to a dozen keywords
+# docs/topic.md, "Evaluation on real sites"); a title holding one of up to a dozen keywords
 # reaches it, and so does a body whose topic-term profile is close to the topic's.
 KEYWORD_THRESHOLD = 0.6
 EXPLAIN_TERMS = 5
@@ -265,7 +265,7 @@ class CentroidTopic(Topic):
         sample is held out in turn and scored against the whole background, as in the
         first step: against the background that step kept, the held-out scores come out
         higher than those of the crawl's pages on the topic, and the threshold too high
-        (measured: see README, "Evaluation on real sites").
+        (measured: see docs/topic.md, "Evaluation on real sites").
 
         None, for the first step's threshold to stay, with fewer than
         :data:`centroid.MIN_F1_SAMPLES` samples or held-out scores that do not spread:
