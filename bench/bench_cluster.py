@@ -288,8 +288,8 @@ def run_configs(options: argparse.Namespace, scratch: Path, address_of: Callable
             print(f"  {count} worker(s): median {statistics.median(rates[count]):7.1f} pages/s,"
                   f" {statistics.median(scaling):.2f}x one worker (rounds: "
                   + ", ".join(f"{x:.2f}" for x in scaling) + ")")
-        medians[config.describe()] = {count: statistics.median(rates[count]) for count in WORKER_COUNTS}
-    if options.plot:
+        medians[f"{config.name}: {config.describe()}"] = {count: statistics.median(rates[count]) for count in WORKER_COUNTS}
+    if options.plot and medians:
         plot_scaling(medians, options.plot, f"{options.rounds} round(s), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 
 

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from http import HTTPStatus
 from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 from topicspider import __version__
@@ -202,63 +202,98 @@ def find_archived(directory: Path, urls: set[str]) -> dict[str, Archived]:
     found: dict[str, Archived] = {}
     for entry in index_entries(directory):
         for key in {entry.canonical, entry.url} & urls:
-            if _preferred(entry, found.get(key)):
+            before = found.get(key)
+            if _preferred(entry.status, None if before is None else before.status):
                 found[key] = entry
     return found
 
 
-def _preferred(entry: Archived, before: Archived | None) -> bool:
-    """Whether ``entry``, later in the index, stands for its URL rather than ``before``:
-    a 2xx over anything, else the latest."""
-    return before is None or 200 <= entry.status < 300 or not 200 <= before.status < 300
+def _preferred(status: int, before: int | None) -> bool:
+    """Whether a response of ``status``, later in the index, stands for its URL rather
+    than one of status ``before``: a 2xx over anything, else the latest."""
+    return before is None or 200 <= status < 300 or not 200 <= before < 300
+
+
+class Located(Protocol):
+    """Where a response record is: an :class:`Archived` or a :class:`ReplayEntry`."""
+
+    @property
+    def file(self) -> str: ...
+    @property
+    def offset(self) -> int: ...
+
+
+class ReplayEntry(NamedTuple):
+    """An archived response as a replay keeps it: what :func:`read_archived` needs (a
+    few dozen bytes and the URL, against an :class:`Archived`'s hundreds)."""
+
+    file: str
+    offset: int
+    status: int
+    date: str
 
 
 class ReplayIndex:
     """Every URL an archive answered, with its latest response (a 2xx preferred), for
-    answering a crawl's requests from the archive instead of the network."""
+    answering requests from the archive instead of the network, and the crawl's pages
+    among them, to read again."""
 
-    def __init__(self, directory: Path, responses: dict[str, Archived]) -> None:
-        self.directory = directory
-        self.responses = responses  # URL as fetched -> its response, in order of first archiving
+    def __init__(self, responses: dict[str, ReplayEntry], pages: list[tuple[str, int]]) -> None:
+        self.responses = responses  # URL as fetched -> its response
+        self.pages = pages  # (URL, depth) of each page the crawl fetched, shallowest first
 
     @classmethod
     def load(cls, directory: Path) -> ReplayIndex:
-        responses: dict[str, Archived] = {}
+        """The directory's index read (a few seconds for millions of lines: on a thread)."""
+        responses: dict[str, ReplayEntry] = {}
+        depths: dict[str, int] = {}  # the crawl's pages: a sample or robots.txt has no depth
+        files: dict[str, str] = {}  # one string a file name, however many entries name it
         for entry in index_entries(directory):
-            if _preferred(entry, responses.get(entry.url)):
-                responses[entry.url] = entry
-        return cls(directory, responses)
+            before = responses.get(entry.url)
+            if _preferred(entry.status, None if before is None else before.status):
+                file = files.setdefault(entry.file, entry.file)
+                responses[entry.url] = ReplayEntry(file, entry.offset, entry.status, entry.date)
+            if entry.depth is not None and 200 <= entry.status < 300:
+                depths[entry.url] = min(entry.depth, depths.get(entry.url, entry.depth))
+        if not depths:
+            # An archive written before the index kept depths: every 2xx page but
+            # robots.txt, at depth 0.
+            depths = {url: 0 for url, entry in responses.items()
+                      if 200 <= entry.status < 300 and urlsplit(url).path != "/robots.txt"}
+        pages = sorted(((url, depth) for url, depth in depths.items() if 200 <= responses[url].status < 300),
+                       key=lambda page: page[1])
+        return cls(responses, pages)
 
     def __len__(self) -> int:
         return len(self.responses)
 
-    def pages(self) -> list[Archived]:
-        """The responses to read as pages again: those with a 2xx status, robots.txt
-        left out, shallowest first (an archive without depths: as archived)."""
-        found = [entry for entry in self.responses.values()
-                 if 200 <= entry.status < 300 and urlsplit(entry.url).path != "/robots.txt"]
-        return sorted(found, key=lambda entry: entry.depth or 0)
+    def seeds(self) -> list[str]:
+        """The pages the crawl fetched at depth 0: its seeds, as far as they answered."""
+        return [url for url, depth in self.pages if depth == 0]
 
 
 class ArchiveError(Exception):
     """An archived response that cannot be read back."""
 
 
-def read_archived(directory: Path, entry: Archived, limit: int = READ_MAX_BYTES) -> ArchivedResponse:
+def read_archived(directory: Path, entry: Located, limit: int = READ_MAX_BYTES, *,
+                  decoded: bool = True) -> ArchivedResponse:
     """The response ``entry`` locates, read back from its WARC file, its body decoded
-    from its Content-Encoding; :class:`ArchiveError` if it cannot be, or is over ``limit``."""
+    from its Content-Encoding (``decoded``: as warcio can, gzip, deflate and brotli) or
+    as it came; :class:`ArchiveError` if it cannot be, or is over ``limit``."""
     from warcio.archiveiterator import ArchiveIterator
 
     if Path(entry.file).name != entry.file:
         raise ArchiveError(f"{entry.file!r} is not a file name")
+    where = f"{entry.file} at byte {entry.offset}"
     try:
         with (directory / entry.file).open("rb") as stream:
             stream.seek(entry.offset)
             record = next(iter(ArchiveIterator(stream)))
-            body = record.content_stream().read(limit + 1)
+            body = (record.content_stream() if decoded else record.raw_stream).read(limit + 1)
             status, headers = int(record.http_headers.get_statuscode()), list(record.http_headers.headers)
     except Exception as exc:  # noqa: BLE001 - warcio's errors are plain Exceptions; any is "cannot read"
-        raise ArchiveError(f"cannot read {entry.file} at byte {entry.offset}: {exc}") from exc
+        raise ArchiveError(f"cannot read {where}: {exc}") from exc
     if len(body) > limit:
-        raise ArchiveError(f"{entry.url}: the archived body is over {limit} bytes decoded")
+        raise ArchiveError(f"{where}: the archived body is over {limit} bytes{' decoded' if decoded else ''}")
     return ArchivedResponse(status, headers, body)

@@ -22,7 +22,7 @@ another site, ``filter`` for a blocked pattern), or fetched and not kept
 topic; ``duplicate``: its text an earlier page's, stored as that page's alias). Still
 waiting is 0 when the crawl finished. A run killed prints no ledger.
 Links of pages whose links are not followed (off the topic, ``nofollow`` pages,
-duplicates) are not read, so not discovered; the spider counts those pages
+duplicates of a page whose links were followed) are not read, so not discovered; the spider counts those pages
 (``topic/links_not_followed``, ``robots/meta_nofollow``, ``duplicates/exact``).
 """
 from __future__ import annotations

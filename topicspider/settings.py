@@ -167,7 +167,7 @@ TOPIC_TRAIN_OUTPUT = ""
 PAGE_PROCESSES = 1
 PAGE_TIMEOUT = 60.0  # seconds a page may hold a worker before it is stopped
 # Duplicate content (topicspider.duplicates): a page whose text an earlier page has is
-# stored as an alias of it, and its links are not followed; pages whose SimHashes are
+# stored as an alias of it, and its links are not followed unless no copy's were; pages whose SimHashes are
 # within DUPLICATE_NEAR_DISTANCE bits are flagged (-1: not looked for). The most recent
 # DUPLICATE_CAPACITY pages are remembered, about 400 bytes each: 40 MB.
 DUPLICATE_CONTENT = True

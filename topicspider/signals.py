@@ -50,6 +50,10 @@ site_quarantined = object()
 #: that a resume tries it again (:mod:`topicspider.scheduler`).
 RESUME_LATER_META = "topicspider_resume_later"
 
+#: Not a signal: the request ``meta`` key by which a page answered from a WARC archive
+#: (:mod:`topicspider.middlewares.replay`) says when it was fetched, as ``fetched_at``.
+FETCHED_AT_META = "topicspider_fetched_at"
+
 #: Not a signal: the request ``meta`` key by which the spider says that a page it
 #: fetched is not kept, with the reason as its value (``"irrelevant"``: judged off the
 #: topic, so not stored). The ledger counts its URL dropped for that reason, not done.

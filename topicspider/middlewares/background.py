@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
+from topicspider.signals import FETCHED_AT_META
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -39,6 +41,8 @@ class BackgroundCacheMiddleware:
         # "cached", as Scrapy's HTTP cache flags its responses: not downloaded again (the
         # WARC archive, for one, has it already).
         response = cached.replace(request=request, flags=[*cached.flags, "cached"])
+        if cached.request is not None and FETCHED_AT_META in cached.request.meta:  # a sample read from an archive
+            request.meta[FETCHED_AT_META] = cached.request.meta[FETCHED_AT_META]
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value("topic/background_reused")
         self.crawler.signals.send_catch_log(signals.response_downloaded, response=response, request=request,

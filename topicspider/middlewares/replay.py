@@ -6,15 +6,19 @@ Enabled by ``topicspider.middlewares.replay.WarcReplayMiddleware`` in
 ``DOWNLOADER_MIDDLEWARES``, with ``WARC_REPLAY_DIR`` naming a directory that
 :mod:`topicspider.middlewares.warc` archived into (``WARC_DIR``). It sits where the
 network would be, after every other middleware's request side: a request is answered
-with its URL's latest archived response (a 2xx preferred), flagged ``cached`` (not
-archived again), its body decoded from its Content-Encoding as the archive gives it
-back. A URL the archive lacks is not fetched: it ends dropped (``not_archived`` in the
-ledger). Stats: ``replay/responses``, ``replay/not_archived``, ``replay/unreadable``.
+with its URL's latest archived response (a 2xx preferred) as it came over the wire,
+flagged ``cached`` and ``replayed`` (not archived again), its page dated when it was
+fetched; Scrapy's HttpCompressionMiddleware decodes its Content-Encoding as it would
+have then. A URL the archive lacks is not fetched: it ends dropped (``not_archived`` in
+the ledger), and a record that cannot be read back ends as an error. Stats:
+``replay/responses``, ``replay/not_archived``, ``replay/unreadable``.
 """
 
 from __future__ import annotations
 
 import logging
+from functools import partial
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,9 +27,11 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Headers
 from scrapy.responsetypes import responsetypes
 
-from topicspider.archive import READ_MAX_BYTES, ArchiveError, ReplayIndex, read_archived
+from topicspider.archive import READ_MAX_BYTES, ArchivedResponse, ArchiveError, ReplayIndex, read_archived
 from topicspider.config import ConfigError, get_int, off_by_design
+from topicspider.middlewares.warc import CACHED, REPLAYED
 from topicspider.reactor_tools import to_thread
+from topicspider.signals import FETCHED_AT_META
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -35,9 +41,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 NOT_ARCHIVED = "not in the WARC archive"  # an IgnoreRequest's message starts so (ledger.REFUSALS)
-# The body as given back is decoded and whole: these would describe the bytes on the wire.
-WIRE_HEADERS = frozenset({b"content-encoding", b"transfer-encoding", b"content-length"})
-FLAGS = ["cached", "replayed"]
+# The archived body is whole and de-chunked: these would describe other bytes.
+WIRE_HEADERS = frozenset({"transfer-encoding", "content-length"})
+FLAGS = [CACHED, REPLAYED]
 
 
 def check_replay_dir(path: str) -> None:
@@ -81,7 +87,8 @@ class WarcReplayMiddleware:
             stats.inc_value("replay/not_archived")
             raise IgnoreRequest(f"{NOT_ARCHIVED}: {request.url}")
         try:
-            archived = await to_thread(read_archived, self.directory, entry, self.max_bytes)
+            archived = await to_thread(partial(read_archived, decoded=False), self.directory, entry, self.max_bytes)
+            response = _response(request, archived)
         except ArchiveError as exc:
             stats.inc_value("replay/unreadable")
             if not self.logged_unreadable:
@@ -89,12 +96,26 @@ class WarcReplayMiddleware:
                 logger.error("An archived response could not be read (further ones are only counted, "
                              "replay/unreadable): %s", exc)
             raise
-        headers = Headers([(name, value) for name, value in archived.headers
-                           if name.lower().encode("latin-1") not in WIRE_HEADERS])
-        response_class = responsetypes.from_args(headers=headers, url=request.url, body=archived.body)
-        response = response_class(url=request.url, status=archived.status, headers=headers, body=archived.body,
-                                  request=request, flags=list(FLAGS))
+        request.meta[FETCHED_AT_META] = _fetched_at(entry.date)
         stats.inc_value("replay/responses")
         self.crawler.signals.send_catch_log(signals.response_downloaded, response=response, request=request,
                                             spider=self.crawler.spider)
         return response
+
+
+def _response(request: Request, archived: ArchivedResponse) -> Response:
+    try:
+        headers = Headers([(name, value) for name, value in archived.headers if name.lower() not in WIRE_HEADERS])
+    except (UnicodeError, ValueError) as exc:
+        raise ArchiveError(f"{request.url}: archived headers Scrapy cannot hold: {exc}") from exc
+    response_class = responsetypes.from_args(headers=headers, url=request.url, body=archived.body)
+    return response_class(url=request.url, status=archived.status, headers=headers, body=archived.body,
+                          request=request, flags=list(FLAGS))
+
+
+def _fetched_at(date: str) -> str | None:
+    """A WARC-Date (``2026-12-03T15:10:02Z``) as pages' ``fetched_at`` is written."""
+    try:
+        return datetime.strptime(date, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).isoformat(timespec="seconds")
+    except ValueError:
+        return None

@@ -21,6 +21,10 @@ bound behind a slow disk; a write that fails is counted (``warc/errors``, logged
 and the crawl goes on. Stats: ``warc/records``, ``warc/bytes``, ``warc/files``,
 ``warc/dropped``, ``warc/errors``.
 
+A page the crawl was served from the topic's background sample (already archived, as
+the sample's, with no depth) gets an index line of its own pointing at that record,
+with the crawl's depth: ``scrapy reindex`` reads the crawl's pages by those.
+
 Transfer-Encoding is taken out of the recorded headers: the body is recorded as it was
 received once de-chunked (Twisted de-chunks it), so that the record's length and its
 headers agree, as wget does.
@@ -31,6 +35,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,8 +43,9 @@ from urllib.parse import urlsplit
 
 from scrapy import signals
 
-from topicspider.archive import Exchange, WarcFiles, append_to_index
+from topicspider.archive import Archived, Exchange, WarcFiles, append_to_index
 from topicspider.config import check_directory, get_bool, get_float, get_int, off_by_design
+from topicspider.lru import LRU
 from topicspider.reactor_tools import to_thread
 from topicspider.urls import BadURL, canonical_url
 
@@ -50,9 +56,23 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _STOP = object()  # tells the writing thread to finish
+# Responses archived with no depth (samples, robots.txt) remembered by URL, for a crawl
+# request the sample's cache answers: a few hundred samples a crawl.
+SAMPLES_REMEMBERED = 10_000
+
+
+@dataclass(frozen=True)
+class Reused:
+    """A crawl request answered with a response archived earlier, as a sample."""
+
+    url: str  # for an error's message
+    canonical: str
+    depth: int
+    body: bytes = b""  # nothing to write: counts nothing against the queue's bound
 # The flag of a response that was not downloaded now (Scrapy's HTTP cache sets it, and
 # topicspider's background cache): it was archived when it was.
 CACHED = "cached"
+REPLAYED = "replayed"  # answered from a WARC archive (topicspider.middlewares.replay)
 
 
 def _headers(headers: Any) -> list[tuple[str, str]]:
@@ -68,13 +88,17 @@ def exchange_of(request: Request, response: Response, strip_trailing_slash: bool
     response_headers = [(name, value) for name, value in _headers(response.headers)
                         if name.lower() != "transfer-encoding"]
     ip_address = str(response.ip_address) if getattr(response, "ip_address", None) else ""
-    try:
-        canonical = canonical_url(request.url, strip_trailing_slash)
-    except BadURL:
-        canonical = request.url
+    canonical = _canonical(request.url, strip_trailing_slash)
     return Exchange(request.url, request.method, target, request_headers, response.protocol or "HTTP/1.1",
                     response.status, response_headers, response.body, ip_address, canonical,
                     datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), request.meta.get("depth"))
+
+
+def _canonical(url: str, strip_trailing_slash: bool) -> str:
+    try:
+        return canonical_url(url, strip_trailing_slash)
+    except BadURL:
+        return url
 
 
 class WarcMiddleware:
@@ -109,7 +133,11 @@ class WarcMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Response:
         if CACHED in response.flags:
-            return response  # not over the wire now: archived when it was
+            # Not over the wire now: archived when it was, its crawl depth said now.
+            if "depth" in request.meta and REPLAYED not in response.flags:
+                self.queue.put(Reused(request.url, _canonical(request.url, self.strip_trailing_slash),
+                                      request.meta["depth"]))
+            return response
         exchange = exchange_of(request, response, self.strip_trailing_slash)
         size = len(response.body)
         with self.lock:
@@ -126,9 +154,19 @@ class WarcMiddleware:
     def _write_all(self) -> None:
         from twisted.internet import reactor
 
+        samples: LRU[str, Archived] = LRU(SAMPLES_REMEMBERED)
         while (item := self.queue.get()) is not _STOP:
             try:
-                append_to_index(self.directory, [self.files.write(item)])
+                if isinstance(item, Reused):
+                    # The sample's cache answers by canonical URL: the sample's own URL stays.
+                    sample = samples.get(item.canonical)
+                    if sample is not None:
+                        append_to_index(self.directory, [replace(sample, depth=item.depth)])
+                    continue
+                archived = self.files.write(item)
+                append_to_index(self.directory, [archived])
+                if archived.depth is None:
+                    samples.put(archived.canonical, archived)
             except Exception as exc:  # noqa: BLE001 - a full disk must not stop the crawl
                 reactor.callFromThread(self._count_once, "errors", "Could not write %s to a WARC file: %s (further "
                                        "errors are only counted, warc/errors)", item.url, exc)

@@ -47,7 +47,7 @@ from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredLock
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
@@ -79,6 +79,7 @@ from topicspider.reactor_tools import sleep, to_thread
 from topicspider.robots import token_from_settings
 from topicspider.signals import (
     DROPPED_META,
+    FETCHED_AT_META,
     RESUME_LATER_META,
     fetch_failed,
     links_dropped,
@@ -92,6 +93,8 @@ from topicspider.urls import BadURL, canonical_url, has_public_suffix, mask_url,
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
+
+    from topicspider.archive import ReplayIndex
 
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -193,6 +196,7 @@ class TopicSpider(scrapy.Spider):
         )
         spider.contents = ContentIndex(get_int(settings, "DUPLICATE_CAPACITY"), near_distance_from(settings))
         spider.contents_restored = False
+        spider.contents_lock = DeferredLock()
         crawler.signals.connect(spider._save_contents, signal=signals.spider_closed)
         spider.seed_urls = seeds_under(spider.seed_urls, spider.rules.url_rules)
         spider.pages = PagePool.from_crawler(crawler)
@@ -216,6 +220,12 @@ class TopicSpider(scrapy.Spider):
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
+        replayed = await self._replay_index() if self.replaying else None
+        if replayed is not None:
+            # The crawl's seeds, for the topic's background sample, answered from the archive too.
+            self.seed_urls = replayed.seeds()
+            if self.topic_builder is not None:
+                self.topic_builder.seeds = self.seed_urls
         if self.topic_builder is not None:
             await self._prepare_topic()
         if self.train_output:
@@ -225,9 +235,9 @@ class TopicSpider(scrapy.Spider):
         except PagePoolFailed as exc:
             self.logger.error("topicspider: error: %s", exc)
             raise CloseSpider("page_analysis_failed") from None
-        if self.replaying:
-            async for request in self._replayed_pages():
-                yield request
+        if replayed is not None:
+            for url, depth in replayed.pages:
+                yield self._request(url, site_of(url), depth=depth)
             return
         for url in self.seed_urls:
             yield self.seed_request(url)
@@ -246,17 +256,16 @@ class TopicSpider(scrapy.Spider):
         """A request for ``url`` as a seed: depth 0, its own site."""
         return self._request(url, site_of(url), depth=0)
 
-    async def _replayed_pages(self) -> AsyncIterator[Request]:
-        """Every page the archive holds (``scrapy reindex``), at the depth it was crawled
-        at (0 in archives that did not keep it)."""
+    async def _replay_index(self) -> ReplayIndex:
+        """The archive ``scrapy reindex`` reads: every page the crawl fetched is a start
+        request, at the depth it was crawled at (0 in archives that did not keep it)."""
         from topicspider.middlewares.replay import WarcReplayMiddleware
 
         replay = self.crawler.get_downloader_middleware(WarcReplayMiddleware)
         if replay is None:
             self.logger.error("topicspider: error: WARC_REPLAY_DIR is set but WarcReplayMiddleware is not enabled")
             raise CloseSpider("replay_failed")
-        for entry in (await replay.index()).pages():
-            yield self._request(entry.url, site_of(entry.url), depth=entry.depth or 0)
+        return await replay.index()
 
     async def _cluster_seeds(self) -> AsyncIterator[Request]:
         """Seeds pushed to the crawl's start-URL list in Redis, until the whole cluster
@@ -411,7 +420,7 @@ class TopicSpider(scrapy.Spider):
             item.relevance_terms = analysis.relevance.explain()
             item.relevant = self._record(analysis.relevance, response)
         self._scored(response, analysis.relevance)
-        verdict = self._content_verdict(item, analysis, response)
+        verdict = await self._content_verdict(item, analysis, response)
         if verdict.duplicate_of is not None:
             yield item  # stored as an alias of the page it repeats
             if not verdict.follow_links:
@@ -428,13 +437,16 @@ class TopicSpider(scrapy.Spider):
                 request.priority = link.priority
             yield request
 
-    def _content_verdict(self, item: PageItem, analysis: PageAnalysis, response: Response) -> Verdict:
+    async def _content_verdict(self, item: PageItem, analysis: PageAnalysis, response: Response) -> Verdict:
         """Whether the page repeats the text of one stored before, marked on its item and
         response; a near duplicate is flagged on its item."""
         if analysis.content_digest is None:
             return Verdict()
-        verdict = self._remembered_contents().check(item.url, analysis.content_digest, analysis.simhash,
-                                                    bool(analysis.links))
+        if not self.contents_restored:
+            await self._restore_contents()
+        # A replay follows no link, a copy's no more than the first's.
+        follows = bool(analysis.links) and not self.replaying
+        verdict = self.contents.check(item.url, analysis.content_digest, analysis.simhash, follows)
         if verdict.near_duplicate_of is not None:
             item.near_duplicate_of = verdict.near_duplicate_of
             self._count("duplicates/near")
@@ -450,27 +462,33 @@ class TopicSpider(scrapy.Spider):
         self.logger.debug("%s repeats the text of %s", item.url, item.duplicate_of)
         return verdict
 
-    def _remembered_contents(self) -> ContentIndex:
-        """The content index, holding on a resumed JOBDIR crawl what was stored before
-        the pause (Scrapy's SpiderState sets ``state`` after this spider's spider_opened
-        handlers have run, so it is read at the first page)."""
-        if not self.contents_restored:
-            self.contents_restored = True
+    async def _restore_contents(self) -> None:
+        """On a resumed JOBDIR crawl, the content index takes what was stored before the
+        pause, on a thread (a second for a full index), before any page is compared.
+        Scrapy's SpiderState sets ``state`` after this spider's spider_opened handlers
+        have run: it is read at the first page."""
+        await self.contents_lock.acquire()
+        try:
+            if self.contents_restored:
+                return
             saved = getattr(self, "state", {}).get(CONTENTS_STATE)
             if saved:
                 try:
-                    self.contents.restore(saved)
+                    await to_thread(self.contents.restore, saved)
                 except (KeyError, TypeError, ValueError) as exc:
                     self.logger.warning("Duplicate content: the saved index was not read (%r); starting empty", exc)
                 else:
                     self.logger.info("Duplicate content: %d stored pages remembered from before the crawl was paused",
                                      len(self.contents.exact))
-        return self.contents
+            self.contents_restored = True
+        finally:
+            self.contents_lock.release()
 
     def _save_contents(self) -> None:
-        """Kept in ``state``, which Scrapy's SpiderState writes to JOBDIR after this."""
-        if hasattr(self, "state"):
-            self.state[CONTENTS_STATE] = self._remembered_contents().snapshot()
+        """Kept in ``state``, which Scrapy's SpiderState writes to JOBDIR after this; an
+        index never restored (no page compared) keeps what was saved."""
+        if hasattr(self, "state") and self.contents_restored:
+            self.state[CONTENTS_STATE] = self.contents.snapshot()
 
     def _page_lost(self, response: Response, site: str, exc: PageLost) -> None:
         if isinstance(exc, SiteQuarantined):
@@ -509,7 +527,8 @@ class TopicSpider(scrapy.Spider):
             title=analysis.title,
             depth=depth,
             http_status=response.status,
-            fetched_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            # A page read again from an archive: when it was fetched then.
+            fetched_at=response.meta.get(FETCHED_AT_META) or _now(),
             text=analysis.text,
             emails=analysis.emails,
             content_type=response.headers.get(b"Content-Type", b"").decode("latin-1"),
@@ -538,3 +557,7 @@ class TopicSpider(scrapy.Spider):
             self.logger.warning("Could not fetch %s: %s", request.url, message)
             reason = f"{name}: {message}"
         self.crawler.signals.send_catch_log(fetch_failed, request=request, reason=reason)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
