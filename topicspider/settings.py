@@ -42,7 +42,18 @@ SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 REQUEST_FINGERPRINTER_CLASS = "topicspider.fingerprint.CanonicalURLFingerprinter"
 DUPEFILTER_CLASS = "topicspider.dupefilter.LRUDupeFilter"
 
+SPIDER_MIDDLEWARES = {
+    # Each layer wraps every request a page yields. Links past URLLENGTH_LIMIT are
+    # dropped before a request is made (page analysis, redirect scope, seeds).
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    # The spider builds each request's meta afresh, never from a response's.
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
+}
 DOWNLOADER_MIDDLEWARES = {
+    # A crawl's sites are topicspider's (links kept on their seed's site by the page
+    # analysis, redirects by SiteScopeMiddleware): with no allowed_domains, Scrapy's
+    # offsite filter has nothing to refuse, and costs a signal receiver per request.
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     # Replaced by topicspider's own, below.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
