@@ -126,6 +126,21 @@ def test_a_url_is_claimed_once_across_workers(frontier: RedisFrontier) -> None:
     assert again.claimed == [True]
 
 
+def test_a_text_is_claimed_once_and_a_copys_links_followed_once(frontier: RedisFrontier) -> None:
+    """The cluster's content claims answer as topicspider.duplicates.ContentIndex does."""
+    from topicspider.duplicates import ContentIndex
+
+    digest, other = bytes(range(16)), bytes(16)
+    steps = [(digest, "http://a/1", False), (digest, "http://a/1", False), (digest, "http://a/2", True),
+             (digest, "http://a/3", True), (digest, "http://a/4", False), (other, "http://a/3", True)]
+    local = ContentIndex(capacity=10)
+    answers = [frontier.claim_content(*step) for step in steps]
+    assert answers == [None, None, ("http://a/1", True), ("http://a/1", False), ("http://a/1", False), None]
+    for (found, (text, url, follows)) in zip(answers, steps):
+        verdict = local.exact_verdict(url, text, follows)
+        assert (verdict.duplicate_of, verdict.follow_links) == (found or (None, False))
+
+
 def test_the_cluster_ledger_counts_each_url_once_across_workers(frontier: RedisFrontier,
                                                                redis_crawl: RedisCrawl) -> None:
     """Every worker's URLs end in one ledger in Redis: each URL queued once, ended once
@@ -381,6 +396,38 @@ def test_three_workers_fetch_every_page_once_and_store_what_one_worker_stores(tm
     assert all(count >= 3 for count in fetched), fetched  # each did real work
     assert sum(fetched) == len(requested)
     assert sum(worker.stats.get("seeds/from_redis", 0) for worker in workers) == 1
+
+
+def test_the_same_text_is_stored_once_across_workers(tmp_path, serve, redis_crawl):
+    """Each worker kept its own memory of texts: two workers that each read one copy
+    of a page stored both."""
+    root = tmp_path / "site"
+    copies = 16
+    texts = [" ".join(f"word{n}x{k} text{k % 7}" for k in range(40)) for n in range(copies)]
+    links = [f"/{half}/p{n}.html" for n in range(copies) for half in ("a", "b")]
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    (root / "index.html").write_text(page_html("Home", "the home page of two mirrored halves " * 3, links))
+    for n, text in enumerate(texts):
+        for half in ("a", "b"):
+            (root / half / f"p{n}.html").write_text(page_html(f"Page {n}", text, []))
+    site = serve(root)
+    workers = [Worker(tmp_path / f"w{n}", redis_crawl, DOWNLOAD_DELAY=0.02, REDIS_PREFETCH=2) for n in range(2)]
+    for worker in workers:
+        worker.wait_until_open()
+    pushed = run_project(push_seeds_command(f"{site.url}/", redis_crawl.settings()), tmp_path)
+    assert pushed.returncode == 0, pushed.stderr
+    ledger = finish(workers)
+
+    assert sorted(page_paths(site)) == sorted(["/", *links]), "every copy fetched once"
+    stored = [path for worker in workers for path in worker.stored_paths()]
+    assert sorted(path.split("/")[-1] for path in stored if path != "/") == sorted(f"p{n}.html" for n in range(copies))
+    assert all(worker.stats.get("pages/fetched", 0) >= 5 for worker in workers), "both did real work"
+    assert sum(worker.stats.get("duplicates/exact", 0) for worker in workers) == copies == ledger["dropped/duplicate"]
+    aliases = [row for worker in workers for row in sqlite3.connect(worker.workdir / "topicspider.db").execute(
+        "SELECT url, duplicate_of FROM page_aliases")]
+    assert len(aliases) == copies and all(urlsplit(alias).path.split("/")[-1] == urlsplit(of).path.split("/")[-1]
+                                          for alias, of in aliases)
 
 
 def test_the_per_host_delay_holds_across_workers(tmp_path, serve, redis_crawl):

@@ -175,6 +175,12 @@ class ContentIndex:
     def check(self, url: str, digest: bytes, value: int | None, follows: bool = True) -> Verdict:
         """What ``url``'s page is to the pages before it; a page that is no exact
         duplicate is remembered. ``follows``: whether the page's links would be followed."""
+        exact = self.exact_verdict(url, digest, follows)
+        return exact if exact.duplicate_of is not None else self.near_verdict(url, value)
+
+    def exact_verdict(self, url: str, digest: bytes, follows: bool = True) -> Verdict:
+        """Whether an earlier page has ``url``'s text (a distributed crawl asks Redis the
+        same: :meth:`topicspider.cluster.frontier.RedisFrontier.claim_content`)."""
         original = self.exact.get(digest)
         if original is not None and original[0] != url:
             first, followed = original
@@ -183,6 +189,11 @@ class ContentIndex:
             self.exact.put(digest, (first, True))
             return Verdict(duplicate_of=first, follow_links=True)
         self.exact.put(digest, (url, follows or (original is not None and original[1])))
+        return Verdict()
+
+    def near_verdict(self, url: str, value: int | None) -> Verdict:
+        """The closest earlier page within the distance, for a page that is no exact
+        duplicate; the page is remembered."""
         if self.near is None or value is None:
             return Verdict()
         nearest = self.near.nearest(value)

@@ -140,6 +140,7 @@ class ClusterKeys:
     copies: str  # hash: hex fingerprint -> copies of that URL queued or leased (retries, redirects home)
     discovered: str  # hash: hex fingerprint -> the reason a link was left, for links no worker queued
     outcomes: str  # hash: hex fingerprint -> a copy's outcome, kept until the URL's last copy ends
+    contents: str  # hash: hex content digest -> "1" or "0" (a copy's links followed) + its first page's URL
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> ClusterKeys:
@@ -161,9 +162,10 @@ class ClusterKeys:
             copies=f"{queue}:copies",
             discovered=f"{queue}:discovered",
             outcomes=f"{queue}:outcomes",
+            contents=f"{queue}:contents",
         )
 
     def all(self) -> list[str]:
         return [self.queue, self.dupefilter, self.start_urls, self.leases, self.scores, self.ranks, self.levels,
                 self.released, self.owners, self.deliveries, self.dead_letters, self.ledger, self.copies,
-                self.discovered, self.outcomes]
+                self.discovered, self.outcomes, self.contents]

@@ -253,6 +253,25 @@ return #ARGV - 1
 # KEYS: leases, owners. ARGV: lease seconds, owner, data, ... Extends this worker's
 # leases still held; returns those no longer held (run out and put back, or leased since
 # by another worker, while this worker could not renew them).
+# Duplicate content across the cluster: the first page with a text claims its digest;
+# a later page with it learns that page's URL, and is told to follow its links when no
+# copy's were followed yet (topicspider.duplicates.ContentIndex.exact_verdict, alike).
+CLAIM_CONTENT = """
+local prior = redis.call('HGET', KEYS[1], ARGV[1])
+if not prior then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3] .. ARGV[2])
+  return false
+end
+local followed, first = string.sub(prior, 1, 1), string.sub(prior, 2)
+local newly = followed == '0' and ARGV[3] == '1'
+if newly then
+  redis.call('HSET', KEYS[1], ARGV[1], '1' .. first)
+end
+if first == ARGV[2] then
+  return false
+end
+return {first, newly and 1 or 0}
+"""
 RENEW = """
 local t = redis.call('TIME')
 local expiry = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
@@ -399,6 +418,7 @@ class RedisFrontier:
         self._ack = server.register_script(ACK)
         self._give_back = server.register_script(GIVE_BACK)
         self._renew = server.register_script(RENEW)
+        self._claim_content = server.register_script(CLAIM_CONTENT)
         self.tickets = HostTickets(server)
 
     def exchange(self, work: Exchange) -> ExchangeResult:
@@ -487,6 +507,16 @@ class RedisFrontier:
     def _lease_keys(self) -> list[str]:
         keys = self.keys
         return [keys.queue, keys.leases, keys.scores, keys.released, keys.levels, keys.owners, keys.deliveries]
+
+    def claim_content(self, digest: bytes, url: str, follows: bool) -> tuple[str, bool] | None:
+        """None if no page stored before had the text whose digest this is (``url``'s
+        page is now its first), else that page's URL and whether ``url``'s links are to
+        be followed, no copy's having been (``follows``: whether they would be)."""
+        found = self._claim_content(keys=[self.keys.contents], args=[digest.hex(), url, "1" if follows else "0"])
+        if not found:
+            return None
+        first, follow = found
+        return _text(first), bool(int(follow))
 
     def return_seeds(self, urls: list[str]) -> None:
         """Put seeds taken but not used back at the head of the start-URL list."""

@@ -75,7 +75,7 @@ from topicspider.ledger import DUPLICATE, IRRELEVANT
 from topicspider.middlewares.redirect import RedirectLoop
 from topicspider.middlewares.robots import RobotsUnreachable
 from topicspider.pagepool import QUARANTINED, PageLost, PagePool, PagePoolFailed, SiteQuarantined
-from topicspider.reactor_tools import sleep, to_thread
+from topicspider.reactor_tools import in_thread, sleep, to_thread
 from topicspider.robots import token_from_settings
 from topicspider.signals import (
     DROPPED_META,
@@ -197,6 +197,7 @@ class TopicSpider(scrapy.Spider):
         spider.contents = ContentIndex(get_int(settings, "DUPLICATE_CAPACITY"), near_distance_from(settings))
         spider.contents_restored = False
         spider.contents_lock = DeferredLock()
+        spider.logged_cluster_contents = False
         crawler.signals.connect(spider._save_contents, signal=signals.spider_closed)
         spider.seed_urls = seeds_under(spider.seed_urls, spider.rules.url_rules)
         spider.pages = PagePool.from_crawler(crawler)
@@ -446,7 +447,12 @@ class TopicSpider(scrapy.Spider):
             await self._restore_contents()
         # A replay follows no link, a copy's no more than the first's.
         follows = bool(analysis.links) and not self.replaying
-        verdict = self.contents.check(item.url, analysis.content_digest, analysis.simhash, follows)
+        if self.cluster:
+            verdict = await self._cluster_exact_verdict(item.url, analysis.content_digest, follows)
+            if verdict.duplicate_of is None:
+                verdict = self.contents.near_verdict(item.url, analysis.simhash)
+        else:
+            verdict = self.contents.check(item.url, analysis.content_digest, analysis.simhash, follows)
         if verdict.near_duplicate_of is not None:
             item.near_duplicate_of = verdict.near_duplicate_of
             self._count("duplicates/near")
@@ -461,6 +467,29 @@ class TopicSpider(scrapy.Spider):
             self._count("duplicates/links_followed")
         self.logger.debug("%s repeats the text of %s", item.url, item.duplicate_of)
         return verdict
+
+    async def _cluster_exact_verdict(self, url: str, digest: bytes, follows: bool) -> Verdict:
+        """Whether a page any worker stored before has this text, as Redis knows it; this
+        worker's own memory of texts while Redis cannot be asked (logged once)."""
+        from redis.exceptions import RedisError
+
+        from topicspider.cluster.scheduler import ClusterScheduler
+
+        scheduler = self.crawler.engine.scheduler if self.crawler.engine is not None else None
+        if isinstance(scheduler, ClusterScheduler):
+            try:
+                found = await in_thread(scheduler.pool, scheduler.frontier.claim_content, digest, url, follows)
+            except RedisError as exc:
+                self._count("duplicates/cluster_unchecked")
+                if not self.logged_cluster_contents:
+                    self.logged_cluster_contents = True
+                    self.logger.warning("Duplicate content compared within this worker only while Redis fails: %s "
+                                        "(further pages only counted, duplicates/cluster_unchecked)", exc)
+            else:
+                if found is None:
+                    return Verdict()
+                return Verdict(duplicate_of=found[0], follow_links=found[1])
+        return self.contents.exact_verdict(url, digest, follows)
 
     async def _restore_contents(self) -> None:
         """On a resumed JOBDIR crawl, the content index takes what was stored before the
