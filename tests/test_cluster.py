@@ -73,6 +73,17 @@ def stored_paths(workdir: Path) -> set[str]:
     return {urlsplit(url).path or "/" for url in _stored_urls(workdir)}
 
 
+def crawl_together(tmp_path: Path, redis_crawl: RedisCrawl, count: int, seeds: str, **settings: Any) -> list[Worker]:
+    """``count`` workers started in ``tmp_path``/w0... and, once all have opened, the
+    seeds pushed to them."""
+    workers = [Worker(tmp_path / f"w{n}", redis_crawl, **settings) for n in range(count)]
+    for worker in workers:
+        worker.wait_until_open()
+    pushed = run_project(push_seeds_command(seeds, redis_crawl.settings()), tmp_path)
+    assert pushed.returncode == 0, pushed.stderr
+    return workers
+
+
 def finish(workers: list[Worker], clean: bool = True) -> dict[str, int]:
     """Wait for every worker: each must succeed, and, if ``clean``, log no error. The
     crawl's ledger, across the workers, must add up with nothing left waiting: returned."""
@@ -378,11 +389,7 @@ def test_three_workers_fetch_every_page_once_and_store_what_one_worker_stores(tm
 
     shared = serve(tmp_path / "site")
     # A small prefetch, so that one worker does not lease the whole of this small site.
-    workers = [Worker(tmp_path / f"w{n}", redis_crawl, DOWNLOAD_DELAY=0.05, REDIS_PREFETCH=4) for n in range(3)]
-    for worker in workers:
-        worker.wait_until_open()
-    pushed = run_project(push_seeds_command(f"{shared.url}/", redis_crawl.settings()), tmp_path)
-    assert pushed.returncode == 0, pushed.stderr
+    workers = crawl_together(tmp_path, redis_crawl, 3, f"{shared.url}/", DOWNLOAD_DELAY=0.05, REDIS_PREFETCH=4)
     ledger = finish(workers)
     # One ledger for the cluster, each URL once: as the single crawl's.
     assert {entry: count for entry, count in ledger.items() if count} == \
@@ -412,11 +419,7 @@ def test_the_same_text_is_stored_once_across_workers(tmp_path, serve, redis_craw
         for half in ("a", "b"):
             (root / half / f"p{n}.html").write_text(page_html(f"Page {n}", text, []))
     site = serve(root)
-    workers = [Worker(tmp_path / f"w{n}", redis_crawl, DOWNLOAD_DELAY=0.02, REDIS_PREFETCH=2) for n in range(2)]
-    for worker in workers:
-        worker.wait_until_open()
-    pushed = run_project(push_seeds_command(f"{site.url}/", redis_crawl.settings()), tmp_path)
-    assert pushed.returncode == 0, pushed.stderr
+    workers = crawl_together(tmp_path, redis_crawl, 2, f"{site.url}/", DOWNLOAD_DELAY=0.02, REDIS_PREFETCH=2)
     ledger = finish(workers)
 
     assert sorted(page_paths(site)) == sorted(["/", *links]), "every copy fetched once"
