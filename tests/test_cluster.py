@@ -150,6 +150,10 @@ def test_a_text_is_claimed_once_and_a_copys_links_followed_once(frontier: RedisF
     for (found, (text, url, follows)) in zip(answers, steps):
         verdict = local.exact_verdict(url, text, follows)
         assert (verdict.duplicate_of, verdict.follow_links) == (found or (None, False))
+    # The copy whose links were followed, read again (its worker was killed before they
+    # were queued), is told again to follow them; another copy still is not.
+    assert frontier.claim_content(digest, "http://a/2", True) == ("http://a/1", True)
+    assert frontier.claim_content(digest, "http://a/5", True) == ("http://a/1", False)
 
 
 def test_the_cluster_ledger_counts_each_url_once_across_workers(frontier: RedisFrontier,

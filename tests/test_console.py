@@ -376,7 +376,9 @@ def test_a_running_crawl_takes_added_urls_and_blocks_from_its_inbox(tmp_path: Pa
         store = open_store(database)
         now = time.time()
         store.transaction(lambda c, d: (add_controls(c, d, "inbox-test", "block", [f"{site.url}/b*"], now),
-                                        add_controls(c, d, "inbox-test", "add", [f"{second.url}/", "not a url"], now)),
+                                        # A URL the links' filters refuse (too long) is refused from the console too.
+                                        add_controls(c, d, "inbox-test", "add", [f"{second.url}/", "not a url",
+                                                                                 f"{second.url}/{'x' * 3000}"], now)),
                           write=True)
         store.close()
         _, errors = crawl.communicate(timeout=120)
@@ -388,8 +390,8 @@ def test_a_running_crawl_takes_added_urls_and_blocks_from_its_inbox(tmp_path: Pa
     assert not [path for path in site.paths() if path.startswith("/b")], "blocked pages were not fetched"
     assert stats["block/dropped"] == 15 and stats["block/patterns"] == 1
     assert sorted(second.paths()) == ["/", "/more.html"], "the added URL was crawled as a seed"
-    assert stats["control/added"] == 1 and stats["control/bad"] == 1
-    assert "Ignored control instruction" in errors
+    assert stats["control/added"] == 1 and stats["control/bad"] == 2
+    assert "Ignored control instruction" in errors and "refused by URLLENGTH_LIMIT (too_long)" in errors
 
 
 # -- with scrapyd -----------------------------------------------------------------------------

@@ -44,7 +44,7 @@ DUPEFILTER_CLASS = "topicspider.dupefilter.LRUDupeFilter"
 
 SPIDER_MIDDLEWARES = {
     # Each layer wraps every request a page yields. Links past URLLENGTH_LIMIT are
-    # dropped before a request is made (page analysis, redirect scope, seeds).
+    # dropped by the page analysis before a request is made, seeds by their filters.
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
     # The spider builds each request's meta afresh, never from a response's.
     "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,

@@ -250,28 +250,35 @@ end
 return #ARGV - 1
 """
 
-# KEYS: leases, owners. ARGV: lease seconds, owner, data, ... Extends this worker's
-# leases still held; returns those no longer held (run out and put back, or leased since
-# by another worker, while this worker could not renew them).
+# KEYS: contents. ARGV: digest (hex), URL, whether its links would be followed (1/0).
 # Duplicate content across the cluster: the first page with a text claims its digest;
 # a later page with it learns that page's URL, and is told to follow its links when no
 # copy's were followed yet (topicspider.duplicates.ContentIndex.exact_verdict, alike).
+# The value is the URL whose links were followed ("" for none yet), a newline, and the
+# first page's URL: a copy whose worker died before its links reached the queue is told
+# again to follow them when it is read again.
 CLAIM_CONTENT = """
 local prior = redis.call('HGET', KEYS[1], ARGV[1])
+local url, follows = ARGV[2], ARGV[3] == '1'
 if not prior then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3] .. ARGV[2])
+  redis.call('HSET', KEYS[1], ARGV[1], (follows and url or '') .. '\\n' .. url)
   return false
 end
-local followed, first = string.sub(prior, 1, 1), string.sub(prior, 2)
-local newly = followed == '0' and ARGV[3] == '1'
-if newly then
-  redis.call('HSET', KEYS[1], ARGV[1], '1' .. first)
+local cut = string.find(prior, '\\n', 1, true)
+local follower, first = string.sub(prior, 1, cut - 1), string.sub(prior, cut + 1)
+if follower == '' and follows then
+  follower = url
+  redis.call('HSET', KEYS[1], ARGV[1], follower .. '\\n' .. first)
 end
-if first == ARGV[2] then
+if first == url then
   return false
 end
-return {first, newly and 1 or 0}
+return {first, follower == url and 1 or 0}
 """
+
+# KEYS: leases, owners. ARGV: lease seconds, owner, data, ... Extends this worker's
+# leases still held; returns those no longer held (run out and put back, or leased since
+# by another worker, while this worker could not renew them).
 RENEW = """
 local t = redis.call('TIME')
 local expiry = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
@@ -511,7 +518,8 @@ class RedisFrontier:
     def claim_content(self, digest: bytes, url: str, follows: bool) -> tuple[str, bool] | None:
         """None if no page stored before had the text whose digest this is (``url``'s
         page is now its first), else that page's URL and whether ``url``'s links are to
-        be followed, no copy's having been (``follows``: whether they would be)."""
+        be followed: no other copy's were (``follows``: whether they would be), or
+        ``url`` is the copy whose were, read again after its worker was lost."""
         found = self._claim_content(keys=[self.keys.contents], args=[digest.hex(), url, "1" if follows else "0"])
         if not found:
             return None

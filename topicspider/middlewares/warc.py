@@ -19,7 +19,7 @@ waiting for the thread are bounded by ``WARC_QUEUE_MAX_MB``: past it, a response
 archived, and counted (``warc/dropped``, logged once), rather than memory growing without
 bound behind a slow disk; a write that fails is counted (``warc/errors``, logged once)
 and the crawl goes on. Stats: ``warc/records``, ``warc/bytes``, ``warc/files``,
-``warc/dropped``, ``warc/errors``.
+``warc/dropped``, ``warc/errors``, ``warc/reused_unindexed``.
 
 A page the crawl was served from the topic's background sample (already archived, as
 the sample's, with no depth) gets an index line of its own pointing at that record,
@@ -94,6 +94,10 @@ def exchange_of(request: Request, response: Response, strip_trailing_slash: bool
                     datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), request.meta.get("depth"))
 
 
+def _is_robots(url: str) -> bool:
+    return urlsplit(url).path == "/robots.txt"
+
+
 def _canonical(url: str, strip_trailing_slash: bool) -> str:
     try:
         return canonical_url(url, strip_trailing_slash)
@@ -119,7 +123,7 @@ class WarcMiddleware:
         self.lock = threading.Lock()
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._write_all, name="topicspider-warc", daemon=True)
-        self.logged = {"dropped": False, "errors": False}
+        self.logged = {"dropped": False, "errors": False, "reused_unindexed": False}
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -160,13 +164,18 @@ class WarcMiddleware:
                 if isinstance(item, Reused):
                     # The sample's cache answers by canonical URL: the sample's own URL stays.
                     sample = samples.get(item.canonical)
-                    if sample is not None:
+                    if sample is None:  # the sample was not archived (warc/dropped), or is long forgotten
+                        reactor.callFromThread(self._count_once, "reused_unindexed", "%s was served from the "
+                                               "topic's background sample, whose record is not known: it has no index"
+                                               " line of its own (further ones are only counted, "
+                                               "warc/reused_unindexed)", item.url)
+                    else:
                         append_to_index(self.directory, [replace(sample, depth=item.depth)])
                     continue
                 archived = self.files.write(item)
                 append_to_index(self.directory, [archived])
-                if archived.depth is None:
-                    samples.put(archived.canonical, archived)
+                if archived.depth is None and 200 <= archived.status < 300 and not _is_robots(archived.url):
+                    samples.put(archived.canonical, archived)  # a page of the topic's background sample
             except Exception as exc:  # noqa: BLE001 - a full disk must not stop the crawl
                 reactor.callFromThread(self._count_once, "errors", "Could not write %s to a WARC file: %s (further "
                                        "errors are only counted, warc/errors)", item.url, exc)

@@ -102,6 +102,7 @@ HISTOGRAM_BUCKETS = 10  # over the highest possible score: steps of 0.5 from 0 t
 SEED_POLL = 0.5  # seconds between looks at the Redis start-URL list
 SEED_MESSAGE_MAX_CHARS = 16_384  # a start-list entry longer than this is no URL
 NOT_SCORED = Relevance(0.0)
+CLUSTER_CONTENTS_COOLDOWN = 30.0  # seconds texts are compared within the worker after Redis failed
 CONTENTS_STATE = "duplicate_contents"  # the content index's key in a JOBDIR crawl's spider state
 
 
@@ -198,6 +199,7 @@ class TopicSpider(scrapy.Spider):
         spider.contents_restored = False
         spider.contents_lock = DeferredLock()
         spider.logged_cluster_contents = False
+        spider.cluster_contents_after = 0.0  # monotonic time before which Redis is not asked
         crawler.signals.connect(spider._save_contents, signal=signals.spider_closed)
         spider.seed_urls = seeds_under(spider.seed_urls, spider.rules.url_rules)
         spider.pages = PagePool.from_crawler(crawler)
@@ -254,7 +256,10 @@ class TopicSpider(scrapy.Spider):
             settings.set("SCHEDULER", "topicspider.cluster.scheduler.ClusterScheduler", priority="spider")
 
     def seed_request(self, url: str) -> Request:
-        """A request for ``url`` as a seed: depth 0, its own site."""
+        """A request for ``url`` as a seed: depth 0, its own site; ``url`` goes through the
+        links' normaliser and filters (:class:`ConfigError` if they refuse it), as every
+        seed does, the console's included."""
+        url = seed_under(url, self.rules.url_rules)
         return self._request(url, site_of(url), depth=0)
 
     async def _replay_index(self) -> ReplayIndex:
@@ -469,27 +474,30 @@ class TopicSpider(scrapy.Spider):
         return verdict
 
     async def _cluster_exact_verdict(self, url: str, digest: bytes, follows: bool) -> Verdict:
-        """Whether a page any worker stored before has this text, as Redis knows it; this
-        worker's own memory of texts while Redis cannot be asked (logged once)."""
+        """Whether a page any worker stored before has this text, as Redis knows it. This
+        worker remembers the texts it read too, and compares with those alone while Redis
+        fails and for :data:`CLUSTER_CONTENTS_COOLDOWN` seconds after (a hung server would
+        otherwise hold every page for its socket timeout); logged once."""
         from redis.exceptions import RedisError
 
         from topicspider.cluster.scheduler import ClusterScheduler
 
+        local = self.contents.exact_verdict(url, digest, follows)
         scheduler = self.crawler.engine.scheduler if self.crawler.engine is not None else None
-        if isinstance(scheduler, ClusterScheduler):
-            try:
-                found = await in_thread(scheduler.pool, scheduler.frontier.claim_content, digest, url, follows)
-            except RedisError as exc:
-                self._count("duplicates/cluster_unchecked")
-                if not self.logged_cluster_contents:
-                    self.logged_cluster_contents = True
-                    self.logger.warning("Duplicate content compared within this worker only while Redis fails: %s "
-                                        "(further pages only counted, duplicates/cluster_unchecked)", exc)
-            else:
-                if found is None:
-                    return Verdict()
-                return Verdict(duplicate_of=found[0], follow_links=found[1])
-        return self.contents.exact_verdict(url, digest, follows)
+        if not isinstance(scheduler, ClusterScheduler) or monotonic() < self.cluster_contents_after:
+            self._count("duplicates/cluster_unchecked")
+            return local
+        try:
+            found = await in_thread(scheduler.pool, scheduler.frontier.claim_content, digest, url, follows)
+        except RedisError as exc:
+            self.cluster_contents_after = monotonic() + CLUSTER_CONTENTS_COOLDOWN
+            self._count("duplicates/cluster_unchecked")
+            if not self.logged_cluster_contents:
+                self.logged_cluster_contents = True
+                self.logger.warning("Duplicate content compared within this worker only while Redis fails: %s "
+                                    "(further pages only counted, duplicates/cluster_unchecked)", exc)
+            return local
+        return Verdict() if found is None else Verdict(duplicate_of=found[0], follow_links=found[1])
 
     async def _restore_contents(self) -> None:
         """On a resumed JOBDIR crawl, the content index takes what was stored before the
