@@ -9,7 +9,7 @@ import sqlite3
 from collections import Counter
 
 import pytest
-from conftest import run_project, stop_crawl_when
+from conftest import assert_ledger, run_project, stop_crawl_when
 from scrapy import Request
 
 from topicspider.fingerprint import CanonicalURLFingerprinter, url_fingerprint
@@ -149,3 +149,36 @@ def test_the_lru_forgets_the_least_recently_used_and_a_look_is_not_a_use() -> No
     assert not lru.touch("b") and lru.get("b") is None
     with pytest.raises(ValueError, match="at least 1"):
         LRU(0)
+
+
+# The spider's callback raises for one page, as a bug of ours would.
+FAILING_CALLBACK = """
+import sys
+from topicspider.spiders.topic import TopicSpider
+real = TopicSpider._page_item
+def page_item(self, response, depth, analysis):
+    if response.url.endswith("/p3.html"):
+        raise RuntimeError("a bug while reading the page")
+    return real(self, response, depth, analysis)
+TopicSpider._page_item = page_item
+from scrapy.cmdline import execute
+sys.argv = ["scrapy", *sys.argv[1:]]
+execute()
+"""
+
+
+def test_a_page_whose_callback_raises_ends_as_an_error(tmp_path, serve):
+    """Its URL was counted done, and its page was not stored: lost without a word."""
+    depths = generate_site(tmp_path / "site", pages=12, links_per_page=3, seed=4)
+    site = serve(tmp_path / "site")
+    command = crawl_command(site.url + "/", max(depths.values()), {"DOWNLOAD_DELAY": 0, "JOBDIR": tmp_path / "job"})
+    command[1:3] = ["-c", FAILING_CALLBACK]
+    (tmp_path / "work").mkdir()
+
+    result = run_project(command, tmp_path / "work", timeout=90)
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    stats = json.loads((tmp_path / "work" / "stats.json").read_text())["stats"]
+    assert stats["spider_exceptions/RuntimeError"] == 1
+    assert stats["ledger/error/RuntimeError"] == 1 and stats["ledger/done"] == 11 == stats["storage/pages_written"]
+    assert_ledger(stats)

@@ -223,7 +223,8 @@ class PagePool:
         words cannot be added during a cut)."""
         if self.rules is None or self._loaded_version == self.version:
             return
-        await self._load_lock.acquire()
+        # As a future: an asyncio task cannot await a Deferred that has not fired yet.
+        await maybe_deferred_to_future(self._load_lock.acquire())
         try:
             version = self.version
             if self._loaded_version != version:

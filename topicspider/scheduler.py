@@ -45,6 +45,7 @@ from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from scrapy import signals
 from scrapy.core.downloader import Downloader
 from scrapy.core.scheduler import Scheduler
 from scrapy.exceptions import NotConfigured
@@ -73,6 +74,8 @@ from topicspider.storage.seen import SeenURL, mark_durable
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 # Seconds before the URL store is asked again after it failed, and the longest wait for
@@ -150,6 +153,7 @@ class FrontierScheduler(Scheduler):
         self.discovery: DiscoveryLedger | None = None
         if self.tracking:
             crawler.signals.connect(self._fetch_failed, signal=fetch_failed)
+            crawler.signals.connect(self._callback_failed, signal=signals.spider_error)
             assert crawler.stats is not None
             self.discovery = DiscoveryLedger(self.df, crawler.stats)
             crawler.signals.connect(self.discovery.note, signal=links_dropped)
@@ -458,6 +462,11 @@ class FrontierScheduler(Scheduler):
 
     def _fetch_failed(self, request: Request, reason: str) -> None:
         self.failures[self.df.fingerprint(request)] = reason
+
+    def _callback_failed(self, failure: Failure, response: Response) -> None:
+        """A page whose callback raised (a bug) was not read: an error, not done."""
+        if response.request is not None:
+            self._fetch_failed(response.request, f"{failure.type.__name__}: {failure.getErrorMessage()}")
 
     def _note_finished(self) -> None:
         """Take the requests whose callback has ended off the crawling list. A URL none

@@ -242,8 +242,8 @@ class TopicSpider(scrapy.Spider):
             for url, depth in replayed.pages:
                 yield self._request(url, site_of(url), depth=depth)
             return
-        for url in self.seed_urls:
-            yield self.seed_request(url)
+        for url in self.seed_urls:  # through the links' filters already (from_crawler)
+            yield self._seed(url)
         if self.cluster:
             async for request in self._cluster_seeds():
                 yield request
@@ -259,7 +259,9 @@ class TopicSpider(scrapy.Spider):
         """A request for ``url`` as a seed: depth 0, its own site; ``url`` goes through the
         links' normaliser and filters (:class:`ConfigError` if they refuse it), as every
         seed does, the console's included."""
-        url = seed_under(url, self.rules.url_rules)
+        return self._seed(seed_under(url, self.rules.url_rules))
+
+    def _seed(self, url: str) -> Request:
         return self._request(url, site_of(url), depth=0)
 
     async def _replay_index(self) -> ReplayIndex:
@@ -291,7 +293,7 @@ class TopicSpider(scrapy.Spider):
                 url = self._seed_from_message(message)
                 if url is not None:
                     self._count("seeds/from_redis")
-                    yield self.seed_request(url)
+                    yield self._seed(url)  # through the links' filters already
             await sleep(SEED_POLL)
             if not scheduler.cluster_idle():
                 idle_since = None
@@ -504,7 +506,8 @@ class TopicSpider(scrapy.Spider):
         pause, on a thread (a second for a full index), before any page is compared.
         Scrapy's SpiderState sets ``state`` after this spider's spider_opened handlers
         have run: it is read at the first page."""
-        await self.contents_lock.acquire()
+        # A Deferred that has not fired cannot be awaited by an asyncio task: as a future.
+        await maybe_deferred_to_future(self.contents_lock.acquire())
         try:
             if self.contents_restored:
                 return
