@@ -85,7 +85,9 @@ def test_url_states_show_the_crawl_job_in_sql(tmp_path, serve, crawl, mysql_url)
     assert len({row[0] for row in rows}) == 1 and rows[0][0].startswith("topic-")
     states = {row[1].removeprefix(site.url): row[2:] for row in rows}
     assert states["/"] == ("done", 0, 200, None)
-    assert states["/c.html"] == ("done", 2, 200, None)
+    # Two hops through a.html or b.html, or one through old.html's redirect: whichever
+    # request for it came first (a redirect keeps its request's depth) is the URL's.
+    assert states["/c.html"] in (("done", 2, 200, None), ("done", 1, 200, None))
     assert states["/missing.html"] == ("error", 1, 404, "HTTP 404")
     assert states["/private/x.html"][0] == "error" and states["/private/x.html"][3].startswith("ignored:")
     assert states["/old.html"] == ("done", 1, 301, None)

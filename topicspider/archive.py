@@ -260,9 +260,8 @@ class ReplayIndex:
             # robots.txt, at depth 0.
             depths = {url: 0 for url, entry in responses.items()
                       if 200 <= entry.status < 300 and urlsplit(url).path != "/robots.txt"}
-        pages = sorted(((url, depth) for url, depth in depths.items() if 200 <= responses[url].status < 300),
-                       key=lambda page: page[1])
-        return cls(responses, pages)
+        # A URL with a 2xx response is answered with one (_preferred): these are all pages.
+        return cls(responses, sorted(depths.items(), key=lambda page: page[1]))
 
     def __len__(self) -> int:
         return len(self.responses)

@@ -3,9 +3,9 @@ without fetching anything: scored against the topic given now, indexed for searc
 stored, as the crawl would have stored them.
 
 It runs the ``topic`` spider with ``WARC_REPLAY_DIR`` set
-(:mod:`topicspider.middlewares.replay`): every archived 2xx response but robots.txt is
-a start request at the depth it was crawled at, answered from the archive, and no link
-is followed. The pages go into ``DATABASE_URL``, which must hold none yet, so that no
+(:mod:`topicspider.middlewares.replay`): every page the crawl fetched (a 2xx response
+the archive's index gives a crawl depth) is a start request at that depth, answered from
+the archive, and no link is followed. The pages go into ``DATABASE_URL``, which must hold none yet, so that no
 page of another topic stays among them. The report and the stats are a crawl's. A bad
 directory, argument or database gets one line on stderr and exit status 2.
 """
