@@ -14,18 +14,19 @@ index's own writes: ``--batch`` pages a transaction, as the storage pipeline wri
 into a database made afresh for every run. The ways:
 
 * **sqlite-postings**: SQLite with the plain tables of postings (a row per term per page)
-  it kept until schema 5 (:class:`~topicspider.search.postings.PostingsIndex`);
+  it kept until schema 5 (:class:`postings_index.PostingsIndex`, kept here to compare);
 * **sqlite-fts5**: SQLite's index now (:class:`~topicspider.search.fts5.Fts5Index`);
-* **mysql-postings**: MySQL's index now, the same plain tables;
+* **mysql-postings**: MySQL's index until schema 7, the same plain tables;
 * **mysql-fulltext**: a candidate for MySQL: InnoDB ``FULLTEXT`` over the pre-segmented
   terms, each prefixed so that it has the three characters ``innodb_ft_min_token_size``
   asks by default (its ranking is InnoDB's, not BM25: only its writes are measured);
-* **mysql-segments**: a candidate for MySQL: postings grouped per term and batch (a row
-  per distinct term of a batch, its pages and counts packed in a blob), as Lucene's
-  segments are, to be merged later (writes only).
+* **mysql-segments**: MySQL's index now (:class:`~topicspider.search.segments.SegmentIndex`):
+  postings grouped per term and batch (a row per distinct term of a batch, its pages and
+  counts packed in a blob), as Lucene's segments are, merged by the server after a
+  batch as the store merges them (the merges are timed too).
 
 The ways take turns in every round, their order reversed every other round. Then
-each way that can (``sqlite-postings``, ``sqlite-fts5``, ``mysql-postings``) answers the
+each way that can (all but ``mysql-fulltext``) answers the
 same queries through :func:`topicspider.search.index.search`: words picked across the
 range of document frequencies, alone and in pairs; the top ten of each must be the
 same pages with the same scores everywhere, and the mean time per query is given.
@@ -36,7 +37,6 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import statistics
-import struct
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -49,11 +49,12 @@ sys.path.insert(0, str(REPO))
 
 from bench_crawl import body_source, chinese_prose, fresh_mysql_database  # noqa: E402
 from common import BenchFailure, header_lines  # noqa: E402
+from postings_index import PostingsIndex  # noqa: E402
 
 from topicspider.search.fts5 import SCHEMA as FTS5_SCHEMA  # noqa: E402
 from topicspider.search.fts5 import Fts5Index  # noqa: E402
 from topicspider.search.index import IndexTables, search  # noqa: E402
-from topicspider.search.postings import PostingsIndex  # noqa: E402
+from topicspider.search.segments import SegmentIndex  # noqa: E402
 from topicspider.search.terms import document_terms  # noqa: E402
 from topicspider.storage.dialect import MYSQL, SQLITE, Dialect  # noqa: E402
 from topicspider.storage.sqlite import MIGRATIONS  # noqa: E402
@@ -94,25 +95,20 @@ def _sqlite(path: Path, fts5: bool) -> Database:
 FULLTEXT_TABLE = """CREATE TABLE search_fulltext (
     page_id BIGINT PRIMARY KEY, length INT NOT NULL, terms MEDIUMTEXT NOT NULL,
     FULLTEXT KEY search_fulltext_terms (terms)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"""
-SEGMENTS_TABLE = """CREATE TABLE search_segments (
-    term VARCHAR(40) NOT NULL, segment BIGINT NOT NULL, postings MEDIUMBLOB NOT NULL,
-    PRIMARY KEY (term, segment)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
-SEGMENT_DOCS_TABLE = """CREATE TABLE search_segment_docs (
-    page_id BIGINT PRIMARY KEY, length INT NOT NULL, segment BIGINT NOT NULL) ENGINE=InnoDB"""
 
 
 def _mysql(url: str, way: str) -> Database:
     from topicspider.storage.mysql import MySQLStore
 
     fresh_mysql_database(url)
-    store = MySQLStore(url)  # its schema, the postings' tables included
+    store = MySQLStore(url)  # its schema, the segments' tables included
     store.close()
-    from topicspider.storage.mysql import open_connection
+    from topicspider.storage.mysql import MIGRATIONS, open_connection
 
     _, connection = open_connection(url)
     with connection.cursor() as cursor:
-        for statement in {"mysql-fulltext": [FULLTEXT_TABLE], "mysql-segments": [SEGMENTS_TABLE, SEGMENT_DOCS_TABLE]
-                          }.get(way, []):
+        # Schema 3's plain tables of postings, which schema 7 dropped.
+        for statement in {"mysql-fulltext": [FULLTEXT_TABLE], "mysql-postings": MIGRATIONS[3][:2]}.get(way, []):
             cursor.execute(statement)
     connection.commit()
 
@@ -127,7 +123,8 @@ def _mysql(url: str, way: str) -> Database:
                            "WHERE table_schema = DATABASE() AND table_name LIKE 'search%%'")
             return int(cursor.fetchone()[0])
 
-    return Database(connection, MYSQL, PostingsIndex() if way == "mysql-postings" else None, size)
+    tables = {"mysql-postings": PostingsIndex(), "mysql-segments": SegmentIndex()}.get(way)
+    return Database(connection, MYSQL, tables, size)
 
 
 def _fulltext_write(cursor: Any, batch: Mapping[int, Terms]) -> None:
@@ -137,27 +134,17 @@ def _fulltext_write(cursor: Any, batch: Mapping[int, Terms]) -> None:
         for page_id, terms in batch.items()])
 
 
-def _segments_write(cursor: Any, batch: Mapping[int, Terms], segment: int) -> None:
-    postings: dict[str, list[tuple[int, int]]] = {}
-    for page_id, terms in batch.items():
-        for term, count in terms.items():
-            postings.setdefault(term, []).append((page_id, count))
-    cursor.executemany("INSERT INTO search_segments (term, segment, postings) VALUES (%s, %s, %s)", [
-        (term, segment, b"".join(struct.pack("<qI", page_id, count) for page_id, count in pages))
-        for term, pages in postings.items()])
-    cursor.executemany("REPLACE INTO search_segment_docs (page_id, length, segment) VALUES (%s, %s, %s)",
-                       [(page_id, sum(terms.values()), segment) for page_id, terms in batch.items()])
-
-
 def open_way(way: str, scratch: Path, mysql_url: str) -> Database:
     if way.startswith("sqlite"):
         return _sqlite(scratch / f"{way}.db", way == "sqlite-fts5")
     return _mysql(mysql_url, way)
 
 
-def write_all(way: str, database: Database, pages: Sequence[Terms], batch: int) -> float:
-    """Seconds to write every page's index, ``batch`` pages a transaction."""
-    connection, started = database.connection, time.perf_counter()
+def write_all(way: str, database: Database, pages: Sequence[Terms], batch: int) -> tuple[float, float]:
+    """Seconds to write every page's index, ``batch`` pages a transaction, and this
+    process's CPU seconds meanwhile (in a crawl, the storage thread's: what it takes from
+    the reactor's share of the GIL)."""
+    connection, started, cpu = database.connection, time.perf_counter(), time.process_time()
     for number, start in enumerate(range(0, len(pages), batch)):
         chunk = {page_id: pages[page_id - 1] for page_id in range(start + 1, min(start + batch, len(pages)) + 1)}
         cursor = connection.cursor()
@@ -173,8 +160,6 @@ def write_all(way: str, database: Database, pages: Sequence[Terms], batch: int) 
                                [(page_id, f"http://x/{page_id}", f"http://x/{page_id}") for page_id in chunk])
         if way == "mysql-fulltext":
             _fulltext_write(cursor, chunk)
-        elif way == "mysql-segments":
-            _segments_write(cursor, chunk, number)
         else:
             assert database.tables is not None
             database.tables.write(cursor, chunk)
@@ -182,7 +167,10 @@ def write_all(way: str, database: Database, pages: Sequence[Terms], batch: int) 
             cursor.execute("COMMIT")
         else:
             connection.commit()
-    return time.perf_counter() - started
+        if isinstance(database.tables, SegmentIndex):  # as MySQLStore.merge_index does after a batch
+            database.tables.merge(cursor)
+            connection.commit()
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def pick_queries(pages: Sequence[Terms]) -> list[str]:
@@ -203,11 +191,17 @@ def run_queries(database: Database, queries: Sequence[str], repeat: int = 3) -> 
         cursor = database.connection.cursor()
         started = time.perf_counter()
         tops = [[(hit.page_id, round(hit.score, 9)) for hit in
-                 search(cursor, database.dialect, query, TOP, tables=database.tables).hits] for query in queries]
+                 search(cursor, database.dialect, query, TOP, tables=one_search(database.tables)).hits]
+                for query in queries]
         best = min(best, (time.perf_counter() - started) / len(queries))
         if database.dialect is MYSQL:
             database.connection.commit()
     return best, tops
+
+
+def one_search(tables: IndexTables) -> IndexTables:
+    # A SegmentIndex keeps the postings it read for the rest of one search only.
+    return SegmentIndex() if isinstance(tables, SegmentIndex) else tables
 
 
 def make_pages(count: int, body_chars: int) -> list[Terms]:
@@ -237,13 +231,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{len(pages)} pages of {options.body_chars} characters; {postings / len(pages):.0f} distinct terms a "
           f"page, cut in {time.perf_counter() - started:.1f} s (not timed below); {options.batch} pages a transaction")
     seconds: dict[str, list[float]] = {way: [] for way in ways}
+    cpu: dict[str, list[float]] = {way: [] for way in ways}
     sizes: dict[str, int] = {}
     for round_number in range(options.rounds):
         order = ways if round_number % 2 == 0 else list(reversed(ways))
         for way in order:
             database = open_way(way, options.scratch, options.mysql_url)
             try:
-                seconds[way].append(write_all(way, database, pages, options.batch))
+                wall, client = write_all(way, database, pages, options.batch)
+                seconds[way].append(wall)
+                cpu[way].append(client)
                 sizes[way] = database.size()
             finally:
                 database.connection.close()
@@ -251,16 +248,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{way} {1000 * seconds[way][-1] / len(pages):.3f} ms/page" for way in ways))
     print()
     reference = ways[0]
-    print(f"{'way':<16} {'ms/page (median)':>17} {'ratio to ' + reference:>24} {'index MB':>9}")
+    print(f"{'way':<16} {'ms/page (median)':>17} {'ratio to ' + reference:>24} {'index MB':>9} "
+          f"{'client CPU ms/page':>19}")
     for way in ways:
         ratios = [mine / theirs for mine, theirs in zip(seconds[way], seconds[reference])]
         print(f"{way:<16} {1000 * statistics.median(seconds[way]) / len(pages):>17.3f} "
               f"{statistics.median(ratios):>10.3f} ({min(ratios):.3f}-{max(ratios):.3f}) "
-              f"{sizes[way] / 1e6:>9.1f}")
+              f"{sizes[way] / 1e6:>9.1f} {1000 * statistics.median(cpu[way]) / len(pages):>19.3f}")
     print()
     queries = pick_queries(pages)
     answers: dict[str, list[list[tuple[int, float]]]] = {}
-    for way in [way for way in ways if way in ("sqlite-postings", "sqlite-fts5", "mysql-postings")]:
+    for way in [way for way in ways if way != "mysql-fulltext"]:
         database = open_way(way, options.scratch, options.mysql_url)
         try:
             write_all(way, database, pages, options.batch)

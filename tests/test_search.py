@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import logging
+import secrets
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -248,7 +251,7 @@ def test_mysql_and_sqlite_rank_alike(tmp_path: Path, mysql_url: str) -> None:
         for each in stores:
             each.close()
     assert rankings[0] == rankings[1]
-    assert query(mysql_url, "SELECT COUNT(*) FROM search_docs") == [(len(CORPUS),)]
+    assert query(mysql_url, "SELECT COUNT(*) FROM search_index_pages") == [(len(CORPUS),)]
 
 
 def test_a_query_word_no_page_holds_whole_is_looked_up_by_its_parts(store: Store) -> None:
@@ -364,3 +367,184 @@ def test_an_index_of_schema_4_is_converted_with_its_ranking(tmp_path: Path) -> N
     with sqlite3.connect(tmp_path / "old.db") as db:
         assert {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'search_%'")
                 if not name.startswith("search_fts_")} == {"search_fts", "search_vocab"}
+
+
+# -- MySQL's segments ------------------------------------------------------------------
+
+SPORTS = ["足球", "篮球", "排球", "网球", "乒乓球", "羽毛球", "棒球"]
+
+
+def one_page_batches(count: int, prefix: str = "") -> list[list[PageItem]]:
+    """``count`` batches of one page each: each is a segment of its own on MySQL."""
+    return [[page(f"http://a.cn/{n}", f"{prefix}第{n}页", f"{SPORTS[n % len(SPORTS)]}新闻 " * (1 + n % 4) + "比赛 内容")]
+            for n in range(count)]
+
+
+def ranked(store: Store, words: str) -> list[tuple[str, float]]:
+    return [(hit.url, round(hit.score, 9)) for hit in find(store, words, limit=50).hits]
+
+
+def segment_tiers(mysql_url: str) -> list[int]:
+    return [int(tier) for (tier,) in query(mysql_url, "SELECT tier FROM search_segment_info ORDER BY tier")]
+
+
+def test_mysql_segments_merge_and_rank_as_sqlite(tmp_path: Path, mysql_url: str) -> None:
+    batches = one_page_batches(25)
+    batches[5].append(page("http://a.cn/extra", "另一页", "足球 比赛"))
+    # Page 5 stored again before the merge: its dead and live postings meet in one segment.
+    batches.insert(7, [page("http://a.cn/5", "改版5", "游泳 " * 9)])
+    # Pages stored again, with other words, once their first segments are merged.
+    again = [[page(f"http://a.cn/{n}", f"改版{n}", "游泳 跳水 " * (n + 1))] for n in (0, 3, 11)]
+    stores = [open_store(f"sqlite:///{tmp_path}/alike.db"), open_store(mysql_url)]
+    try:
+        for each in stores:
+            for batch in batches + again:
+                each.write_pages(batch)
+        rankings = [[ranked(each, words) for words in ("新闻", "足球 比赛", "游泳", "改版", "第0页 第5页")]
+                    for each in stores]
+    finally:
+        for each in stores:
+            each.close()
+    assert rankings[0] == rankings[1]
+    assert {url for url, _ in rankings[1][2]} == {"http://a.cn/11", "http://a.cn/5", "http://a.cn/3", "http://a.cn/0"}
+    assert rankings[1][4] == [], "a page's old words are dead in the merged segment"
+    # 29 segments written: two merges into tier 1 left 9 of tier 0 beside them.
+    assert segment_tiers(mysql_url) == [0] * 9 + [1, 1]
+    assert query(mysql_url, "SELECT COUNT(*) FROM search_dead") == [(4,)]
+
+
+def test_mysql_a_segment_whose_pages_are_all_stored_again_is_deleted(mysql_url: str) -> None:
+    store = open_store(mysql_url)
+    try:
+        store.write_pages([page("http://a.cn/1", "一", "足球"), page("http://a.cn/2", "二", "篮球")])
+        store.write_pages([page("http://a.cn/1", "一", "排球")])
+        assert query(mysql_url, "SELECT COUNT(*) FROM search_dead") == [(1,)]
+        store.write_pages([page("http://a.cn/2", "二", "网球")])
+        assert urls(find(store, "排球 网球")) and find(store, "足球 篮球").total == 0
+    finally:
+        store.close()
+    assert query(mysql_url, "SELECT pages, live FROM search_segment_info ORDER BY id") == [(1, 1), (1, 1)]
+    assert query(mysql_url, "SELECT COUNT(*) FROM search_dead") == [(0,)]
+    assert query(mysql_url, "SELECT COUNT(DISTINCT segment) FROM search_segments") == [(2,)]
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "lenient"])
+def test_mysql_a_merge_cut_short_is_rolled_back_and_logged_once(mysql_url: str, strict: bool, monkeypatch: pytest.MonkeyPatch,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    from topicspider.search import segments
+
+    monkeypatch.setattr(segments, "GROUP_CONCAT_MAX_LEN", 30)  # under two postings: GROUP_CONCAT cuts
+    caplog.set_level(logging.DEBUG, logger="topicspider.storage.mysql")
+    store = open_store(mysql_url)
+    if not strict:  # a cut blob is then a warning, not an error
+        with store._connection.cursor() as cursor:  # type: ignore[attr-defined]
+            cursor.execute("SET SESSION sql_mode = ''")
+    try:
+        for batch in one_page_batches(12):
+            store.write_pages(batch)
+        assert find(store, "新闻").total == 12
+    finally:
+        store.close()
+    assert segment_tiers(mysql_url) == [0] * 12, "nothing merged, nothing lost"
+    failures = [record for record in caplog.records if "merging segments failed" in record.getMessage()]
+    assert [record.levelname for record in failures] == ["WARNING", "DEBUG", "DEBUG"]
+
+
+def test_mysql_no_merge_while_another_connection_merges(mysql_url: str, mysql_server: str) -> None:
+    from topicspider.search.segments import MERGE_LOCK
+    from topicspider.storage.mysql import open_connection
+
+    _, other = open_connection(mysql_url)
+    store = open_store(mysql_url)
+    try:
+        with another_database(mysql_server) as elsewhere, elsewhere.cursor() as cursor:
+            cursor.execute(f"SELECT GET_LOCK({MERGE_LOCK}, 0)")  # another crawl's database merges
+            for batch in one_page_batches(10):
+                store.write_pages(batch)
+        assert segment_tiers(mysql_url) == [1], "merged, whatever another database does"
+        with other.cursor() as cursor:
+            cursor.execute(f"SELECT GET_LOCK({MERGE_LOCK}, 0)")
+        for batch in one_page_batches(20)[10:]:
+            store.write_pages(batch)
+        assert segment_tiers(mysql_url) == [0] * 10 + [1]
+        with other.cursor() as cursor:
+            cursor.execute(f"SELECT RELEASE_LOCK({MERGE_LOCK})")
+        store.write_pages(one_page_batches(21)[20])
+        assert segment_tiers(mysql_url) == [0, 1, 1]
+        assert find(store, "新闻").total == 21
+    finally:
+        store.close()
+        other.close()
+
+
+def test_mysql_an_index_of_schema_6_is_converted_with_its_ranking(tmp_path: Path, mysql_url: str) -> None:
+    from topicspider.storage.mysql import MIGRATIONS, open_connection
+
+    corpus = [*CORPUS, page("http://a.cn/empty", "", "")]  # indexed, with no terms: it counts in N
+    fresh = open_store(f"sqlite:///{tmp_path}/fresh.db")
+    fresh.write_pages(corpus)
+    expected = ranked(fresh, "新闻 python 体育")
+    fresh.close()
+    old = mysql_schema_6(mysql_url, corpus)
+    with old.cursor() as cursor:  # the migration failed once before its last statement
+        cursor.execute("SELECT MAX(version) FROM topicspider_schema")
+        assert cursor.fetchone() == (6,)
+        for statement in MIGRATIONS[7][:-1]:
+            cursor.execute(statement)
+    old.commit()
+    old.close()
+
+    _, upgraded_connection = open_connection(mysql_url)
+    upgraded_connection.close()
+    upgraded = open_store(mysql_url)
+    try:
+        assert ranked(upgraded, "新闻 python 体育") == expected and len(expected) == len(CORPUS)
+        upgraded.write_pages([page("http://a.cn/sport", "体育", "足球 " * 3)])  # stored again: its old postings die
+        assert find(upgraded, "篮球").total == 0 and urls(find(upgraded, "足球")) == ["http://a.cn/sport"]
+    finally:
+        upgraded.close()
+    assert query(mysql_url, "SELECT COUNT(*) FROM search_index_pages") == [(len(corpus),)]
+    tables = {name for (name,) in query(mysql_url, "SELECT table_name FROM information_schema.tables "
+                                                   "WHERE table_schema = DATABASE() AND table_name LIKE 'search%%'")}
+    assert tables == {"search_segments", "search_segment_info", "search_index_pages", "search_dead"}
+
+
+@contextmanager
+def another_database(mysql_server: str) -> Iterator[Any]:
+    """A connection to a throwaway database of its own on the test server."""
+    from tests.services import mysql_connect
+
+    name = f"topicspider_other_{secrets.token_hex(4)}"
+    connection = mysql_connect(mysql_server, database=False)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE {name}")
+            cursor.execute(f"USE {name}")
+        yield connection
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
+        connection.close()
+
+
+def mysql_schema_6(mysql_url: str, corpus: list[PageItem]) -> Any:
+    """A database as topicspider wrote it before schema 7: the search index in plain postings."""
+    from topicspider.storage.mysql import MIGRATIONS, parse_mysql_url
+
+    connection = parse_mysql_url(mysql_url).connect()
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE topicspider_schema (version INT NOT NULL)")
+        for version in range(1, 7):
+            for statement in MIGRATIONS[version]:
+                cursor.execute(statement)
+            cursor.execute("INSERT INTO topicspider_schema (version) VALUES (%s)", (version,))
+        for number, item in enumerate(corpus, 1):
+            cursor.execute("INSERT INTO pages (id, url_hash, url, title, depth, http_status, fetched_at, text, "
+                           "content_type, encoding, content_length) VALUES (%s, UNHEX(MD5(%s)), %s, %s, 0, 200, NOW(), "
+                           "%s, '', '', 0)", (number, item.url, item.url, item.title, item.text))
+            counts = document_terms(item.title, item.text)
+            cursor.execute("INSERT INTO search_docs VALUES (%s, %s)", (number, sum(counts.values())))
+            cursor.executemany("INSERT INTO search_postings VALUES (%s, %s, %s)",
+                               [(term, number, tf) for term, tf in counts.items()])
+    connection.commit()
+    return connection

@@ -12,7 +12,7 @@ where the plain-table index wrote one row per distinct term.
 Ranking keeps the index's BM25 with Lucene's always-positive IDF (FTS5's own ``bm25()``
 weighs a term found on more than half the pages at 1e-6): each query term is ranked
 alone by ``bm25()``, whose IDF is FTS5's, and weighted by the ratio of the two IDFs,
-so the sum over the terms is the score :mod:`topicspider.search.postings` computes.
+so the sum over the terms is the score :mod:`topicspider.search.segments` computes.
 
 Tables (SQLite schema 5, :mod:`topicspider.storage.sqlite`): ``search_fts`` (rowid: the
 page id) and ``search_vocab``, its ``fts5vocab`` row view (term -> pages holding it). A
@@ -85,6 +85,10 @@ class Fts5Index:
     def remove(cursor: Any, ids: list[int]) -> None:
         for chunk in chunks(ids):
             cursor.execute(f"DELETE FROM search_fts WHERE rowid IN ({SQLITE.marks(len(chunk))})", chunk)
+
+    @staticmethod
+    def merge(cursor: Any) -> int:
+        return 0  # FTS5 merges its b-trees itself as it writes (its automerge)
 
     @staticmethod
     def unindexed(cursor: Any, limit: int) -> list[tuple[int, str, str]]:

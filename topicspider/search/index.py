@@ -1,8 +1,8 @@
 """The search index's writes and queries, on either storage backend.
 
 Each backend keeps the index its own way, behind the same operations: SQLite in an FTS5
-table (:mod:`topicspider.search.fts5`), MySQL/MariaDB in two plain tables of postings
-(:mod:`topicspider.search.postings`). Both rank by the same Okapi BM25, with Lucene's
+table (:mod:`topicspider.search.fts5`), MySQL/MariaDB in segments of postings, a row
+per term per batch of pages (:mod:`topicspider.search.segments`). Both rank by the same Okapi BM25, with Lucene's
 always-positive IDF.
 
 Pages are indexed in the transaction that stores them (:func:`update_index`), so the
@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from topicspider.items import PageItem
 from topicspider.search.fts5 import Fts5Index
-from topicspider.search.postings import PostingsIndex
+from topicspider.search.segments import SegmentIndex
 from topicspider.search.snippet import Piece, highlight, snippet
 from topicspider.search.terms import document_terms, query_terms
 from topicspider.storage import chunks
@@ -32,6 +32,7 @@ class IndexTables(Protocol):
 
     def write(self, cursor: Any, pages: Mapping[int, Mapping[str, int]]) -> None: ...
     def remove(self, cursor: Any, ids: list[int]) -> None: ...
+    def merge(self, cursor: Any) -> int: ...
     def unindexed(self, cursor: Any, limit: int) -> list[tuple[int, str, str]]: ...
     def indexed(self, cursor: Any, ids: list[int]) -> set[int]: ...
     def documents(self, cursor: Any) -> int: ...
@@ -42,7 +43,7 @@ class IndexTables(Protocol):
 
 
 def index_tables(dialect: Dialect) -> IndexTables:
-    return Fts5Index() if dialect.name == "sqlite" else PostingsIndex()
+    return Fts5Index() if dialect.name == "sqlite" else SegmentIndex()
 
 
 @dataclass
@@ -102,6 +103,12 @@ def unindex_pages(cursor: Any, dialect: Dialect, ids: list[int]) -> None:
     """Take ``ids`` out of the index, inside the caller's transaction: when they are
     stored with ``SEARCH_INDEX`` off (so that :func:`reindex_missing` finds them)."""
     index_tables(dialect).remove(cursor, ids)
+
+
+def merge_index(cursor: Any, dialect: Dialect) -> int:
+    """Merge the index's segments where enough have gathered, in a transaction of the
+    caller's that writes no page (MySQL; FTS5 merges its own); the number of merges."""
+    return index_tables(dialect).merge(cursor)
 
 
 def unindexed_pages(cursor: Any, dialect: Dialect, limit: int) -> list[tuple[int, str, str]]:
@@ -197,6 +204,7 @@ def reindex_missing(transaction: Callable[..., Any], batch: int) -> int:
     terms = [(page_id, document_terms(title, text)) for page_id, title, text in pages]
     transaction(lambda cursor, dialect: index_pages(cursor, dialect, still_unindexed(cursor, dialect, terms)),
                 write=True)
+    transaction(merge_index, write=True)
     return len(pages)
 
 

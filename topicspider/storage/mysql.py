@@ -26,6 +26,7 @@ next call.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from pymysql.cursors import Cursor
 from topicspider.config import ConfigError
 from topicspider.fingerprint import identity_digest
 from topicspider.items import PageItem
-from topicspider.search.index import pages_terms, update_index
+from topicspider.search.index import merge_index, pages_terms, unindex_pages, update_index
 from topicspider.storage import StorageError, chunks, split_aliases
 from topicspider.storage.dialect import MYSQL, Dialect
 from topicspider.storage.seen import SeenURL, URLState
@@ -67,8 +68,10 @@ RETRYABLE_CODES = frozenset({
     4031,  # disconnected by the server for inactivity (MySQL 8)
 })
 
+logger = logging.getLogger(__name__)
+
 TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -181,6 +184,54 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             KEY page_aliases_by_page (duplicate_of_hash)
         ) {TABLE_OPTIONS}""",
         "ALTER TABLE pages ADD COLUMN near_duplicate_of TEXT NULL"),
+    # The search index in segments (topicspider.search.segments): schema 3's postings
+    # are converted by the server, a segment per 100,000 page ids, without cutting a
+    # page again; then its two tables are dropped. Every step before the DROP can run
+    # again after a failure (MySQL commits each statement).
+    7: (f"""CREATE TABLE IF NOT EXISTS search_segment_info (
+            id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+            tier INT NOT NULL,
+            pages INT UNSIGNED NOT NULL,
+            live INT NOT NULL,
+            KEY search_segment_info_by_tier (tier, id)
+        ) {TABLE_OPTIONS}""",
+        f"""CREATE TABLE IF NOT EXISTS search_segments (
+            term VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+            segment BIGINT UNSIGNED NOT NULL,
+            postings LONGBLOB NOT NULL,
+            PRIMARY KEY (term, segment),
+            KEY search_segments_by_segment (segment)
+        ) {TABLE_OPTIONS}""",
+        f"""CREATE TABLE IF NOT EXISTS search_index_pages (
+            page_id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
+            length INT UNSIGNED NOT NULL,
+            batch BIGINT UNSIGNED NOT NULL,
+            segment BIGINT UNSIGNED NOT NULL,
+            KEY search_index_pages_by_segment (segment),
+            CONSTRAINT search_index_pages_page FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE
+        ) {TABLE_OPTIONS}""",
+        f"""CREATE TABLE IF NOT EXISTS search_dead (
+            batch BIGINT UNSIGNED NOT NULL,
+            page_id BIGINT UNSIGNED NOT NULL,
+            segment BIGINT UNSIGNED NOT NULL,
+            PRIMARY KEY (batch, page_id),
+            KEY search_dead_by_segment (segment)
+        ) {TABLE_OPTIONS}""",
+        "SET SESSION group_concat_max_len = 4294967295",
+        """INSERT IGNORE INTO search_segment_info (id, tier, pages, live)
+            SELECT 1 + page_id DIV 100000, FLOOR(LOG10(COUNT(*))), COUNT(*), COUNT(*)
+            FROM search_docs GROUP BY 1 + page_id DIV 100000""",
+        """INSERT IGNORE INTO search_index_pages (page_id, length, batch, segment)
+            SELECT page_id, length, 1 + page_id DIV 100000, 1 + page_id DIV 100000 FROM search_docs""",
+        # Each posting as topicspider.search.segments.POSTING packs it: page id, batch,
+        # count, length, big-endian.
+        """INSERT IGNORE INTO search_segments (term, segment, postings)
+            SELECT p.term, 1 + p.page_id DIV 100000,
+                   UNHEX(GROUP_CONCAT(CONCAT(LPAD(HEX(p.page_id), 16, '0'), LPAD(HEX(1 + p.page_id DIV 100000), 8, '0'),
+                                             LPAD(HEX(p.tf), 8, '0'), LPAD(HEX(d.length), 8, '0')) SEPARATOR ''))
+            FROM search_postings p JOIN search_docs d ON d.page_id = p.page_id
+            GROUP BY p.term, 1 + p.page_id DIV 100000""",
+        "DROP TABLE IF EXISTS search_postings, search_docs"),
 }
 
 UPSERT_PAGE = """
@@ -397,12 +448,28 @@ class MySQLStore(_Connected):
     def __init__(self, database_url: str, *, index: bool = True) -> None:
         super().__init__(database_url)
         self.index = index
+        self._merge_failed = False  # logged once
 
     def write_pages(self, items: Sequence[PageItem]) -> int:
         pages, aliases = split_aliases(items)
         terms = pages_terms(pages) if self.index else None
         result: int = self._run(self._write, pages, aliases, terms)
+        if terms:
+            self.merge_index()
         return result
+
+    def merge_index(self) -> int:
+        """Merge the search index's segments where enough have gathered, in a
+        transaction of its own; the number of merges. A failed merge loses nothing (the
+        segments stay as they were, and the next batch tries again): it is logged once."""
+        try:
+            merges: int = self._run(lambda connection: merge_index(connection.cursor(), MYSQL))
+        except StorageError as exc:
+            log = logger.debug if self._merge_failed else logger.warning
+            self._merge_failed = True
+            log("search index: merging segments failed (tried again after the next batch): %s", exc)
+            return 0
+        return merges
 
     def transaction(self, work: Callable[[Any, Dialect], T], *, write: bool = False) -> T:
         """``work(cursor, dialect)``'s result, in a transaction of its own (rolled back if
@@ -419,8 +486,11 @@ class MySQLStore(_Connected):
                terms: list[Mapping[str, int]] | None) -> int:
         with connection.cursor() as cursor:
             # A URL is a page or an alias, never both: another crawl may meet copies in another order.
-            cursor.executemany("DELETE FROM pages WHERE url_hash = %s", [identity_digest(a.url) for a in aliases])
-            cursor.executemany("DELETE FROM page_aliases WHERE url_hash = %s", [identity_digest(p.url) for p in pages])
+            # A page leaves the search index first: its postings do not go with its row.
+            alias_hashes = [identity_digest(a.url) for a in aliases]
+            unindex_pages(cursor, MYSQL, list(_page_ids(cursor, alias_hashes).values()))
+            _delete_where_hash_in(cursor, "pages", alias_hashes)
+            _delete_where_hash_in(cursor, "page_aliases", [identity_digest(p.url) for p in pages])
             cursor.executemany(UPSERT_ALIAS, [_alias_row(alias) for alias in aliases])
             # pymysql sends this as multi-row INSERTs, not one statement per page.
             cursor.executemany(UPSERT_PAGE, [_page_row(page) for page in pages])
@@ -431,6 +501,12 @@ class MySQLStore(_Connected):
             cursor.executemany("INSERT IGNORE INTO emails (page_id, email) VALUES (%s, %s)", rows)
             update_index(cursor, MYSQL, [ids[identity_digest(page.url)] for page in pages], terms)
         return len(rows)
+
+
+def _delete_where_hash_in(cursor: Cursor, table: str, hashes: list[bytes]) -> None:
+    # A statement per chunk: pymysql's executemany sends a DELETE per row.
+    for chunk in chunks(hashes):
+        cursor.execute(f"DELETE FROM {table} WHERE url_hash IN ({MYSQL.marks(len(chunk))})", chunk)
 
 
 def _page_ids(cursor: Cursor, hashes: list[bytes]) -> dict[bytes, int]:

@@ -1,4 +1,7 @@
-"""MySQL/MariaDB's search index: an inverted index in two plain tables.
+"""The search index as topicspider kept it in plain tables of postings, on SQLite until
+schema 5 and on MySQL/MariaDB until schema 7; ``bench_index.py`` measures it against
+FTS5 and the segments that replaced it (and the tests build old databases from the same
+tables' schema):
 
 * ``search_docs (page_id, length)``: every indexed page and its number of index terms;
 * ``search_postings (term, page_id, tf)``: each term of each page with its weighted count,
@@ -16,21 +19,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from topicspider.search.segments import BM25_B, BM25_K1
 from topicspider.storage import chunks
 from topicspider.storage.dialect import MYSQL, Dialect
 
-# Okapi BM25's usual constants: term frequency saturation and length normalisation
-# (FTS5's bm25() has the same).
-BM25_K1 = 1.2
-BM25_B = 0.75
 # Rows per INSERT batch of postings.
 POSTINGS_CHUNK = 5000
 
 
 class PostingsIndex:
-    """The search index's operations for :mod:`topicspider.search.index`, on MySQL/MariaDB
-    (the SQL is plain enough for SQLite too, where ``bench/bench_index.py`` measures it
-    against FTS5: SQLite kept its index so until schema 5)."""
+    """The search index's operations for :mod:`topicspider.search.index`, in plain tables
+    of postings (the SQL is plain enough for both backends)."""
 
     def __init__(self, dialect: Dialect = MYSQL) -> None:
         self.dialect = dialect
