@@ -102,6 +102,24 @@ def stop_crawl_when(command: list[str], cwd: Path, due: Callable[[], bool], sign
     return crawler.wait(timeout=60)
 
 
+# The end of a ``python -c`` script that patched part of topicspider: Scrapy's command
+# line, with the command's own arguments.
+_SCRAPY_AFTER_PATCH = """
+import sys
+from scrapy.cmdline import execute
+sys.argv = ["scrapy", *sys.argv[1:]]
+execute()
+"""
+
+
+def patched_command(command: list[str], patch: str) -> list[str]:
+    """``command`` (``python -m scrapy ...``) run as ``python -c``, ``patch`` first: a
+    crawl with one of topicspider's functions replaced, as a bug or a failing server
+    would make it behave."""
+    assert command[1:3] == ["-m", "scrapy"], command[:3]
+    return [command[0], "-c", patch + _SCRAPY_AFTER_PATCH, *command[3:]]
+
+
 def run_project(command: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``command`` in ``cwd``, with the project's settings, output captured."""
     return subprocess.run(command, cwd=cwd, env=project_env(), capture_output=True, text=True, timeout=timeout)

@@ -9,7 +9,7 @@ import sqlite3
 from collections import Counter
 
 import pytest
-from conftest import assert_ledger, run_project, stop_crawl_when
+from conftest import assert_ledger, patched_command, run_project, stop_crawl_when
 from scrapy import Request
 
 from topicspider.fingerprint import CanonicalURLFingerprinter, url_fingerprint
@@ -98,7 +98,7 @@ def test_pause_and_resume_with_jobdir(tmp_path, serve):
 
 # The store fails once on a read and once on a write, as a locked SQLite file would.
 FLAKY_STORE = """
-import sqlite3, sys
+import sqlite3
 from topicspider.storage import seen
 failed = set()
 def flaky(name):
@@ -111,9 +111,6 @@ def flaky(name):
     return method
 seen.SQLiteSeenStore.contains_many = flaky("contains_many")
 seen.SQLiteSeenStore.add_many = flaky("add_many")
-from scrapy.cmdline import execute
-sys.argv = ["scrapy", *sys.argv[1:]]
-execute()
 """
 
 
@@ -122,7 +119,7 @@ def test_a_failing_store_loses_nothing_and_fetches_nothing_twice(tmp_path, serve
     site = serve(tmp_path / "site")
     command = crawl_command(site.url + "/", max(depths.values()), {
         "DOWNLOAD_DELAY": 0, "DUPEFILTER_LRU_CAPACITY": 5, "DUPEFILTER_FLUSH_SIZE": 5, "JOBDIR": tmp_path / "job"})
-    command[1:3] = ["-c", FLAKY_STORE]  # python -c ... instead of python -m scrapy
+    command = patched_command(command, FLAKY_STORE)
     (tmp_path / "work").mkdir()
 
     result = run_project(command, tmp_path / "work", timeout=90)
@@ -153,7 +150,6 @@ def test_the_lru_forgets_the_least_recently_used_and_a_look_is_not_a_use() -> No
 
 # The spider's callback raises for one page, as a bug of ours would.
 FAILING_CALLBACK = """
-import sys
 from topicspider.spiders.topic import TopicSpider
 real = TopicSpider._page_item
 def page_item(self, response, depth, analysis):
@@ -161,9 +157,6 @@ def page_item(self, response, depth, analysis):
         raise RuntimeError("a bug while reading the page")
     return real(self, response, depth, analysis)
 TopicSpider._page_item = page_item
-from scrapy.cmdline import execute
-sys.argv = ["scrapy", *sys.argv[1:]]
-execute()
 """
 
 
@@ -172,7 +165,7 @@ def test_a_page_whose_callback_raises_ends_as_an_error(tmp_path, serve):
     depths = generate_site(tmp_path / "site", pages=12, links_per_page=3, seed=4)
     site = serve(tmp_path / "site")
     command = crawl_command(site.url + "/", max(depths.values()), {"DOWNLOAD_DELAY": 0, "JOBDIR": tmp_path / "job"})
-    command[1:3] = ["-c", FAILING_CALLBACK]
+    command = patched_command(command, FAILING_CALLBACK)
     (tmp_path / "work").mkdir()
 
     result = run_project(command, tmp_path / "work", timeout=90)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_ledger, run_project, stop_crawl_when
+from conftest import assert_ledger, patched_command, run_project, stop_crawl_when
 from scrapy import Request
 
 from tests.services import query
@@ -443,7 +443,6 @@ def test_a_resume_under_other_fingerprint_settings_still_ends_every_url(tmp_path
 
 # The database refuses every batch, and the spill file cannot be written either.
 LOST_STORAGE = """
-import sys
 from topicspider.pipelines import storage
 from topicspider.storage import StorageError
 def refuse(store, batch):
@@ -452,9 +451,6 @@ def cannot_spill(path, pages):
     raise OSError("No space left on device")
 storage.write_isolating = refuse
 storage.spill_pages = cannot_spill
-from scrapy.cmdline import execute
-sys.argv = ["scrapy", *sys.argv[1:]]
-execute()
 """
 
 
@@ -465,8 +461,7 @@ def test_pages_neither_stored_nor_spilled_wait_for_the_resume(tmp_path, serve):
     workdir.mkdir()
     command = crawl_command(site.url + "/", max(depths.values()), {
         "JOBDIR": tmp_path / "job", "STORAGE_RETRY_TIMES": 0, "DOWNLOAD_DELAY": 0})
-    lost = [*command]
-    lost[1:3] = ["-c", LOST_STORAGE]
+    lost = patched_command(command, LOST_STORAGE)
 
     first = run_project(lost, workdir)
 

@@ -8,6 +8,7 @@ import secrets
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -413,6 +414,26 @@ def test_mysql_segments_merge_and_rank_as_sqlite(tmp_path: Path, mysql_url: str)
     assert query(mysql_url, "SELECT COUNT(*) FROM search_dead") == [(4,)]
 
 
+def test_merged_blobs_stay_within_half_the_server_packet() -> None:
+    from topicspider.search.segments import MAX_MERGED_TIER, POSTING, tier_within_packet
+
+    assert tier_within_packet(16 * 2**20) == tier_within_packet(4 * 2**20) == MAX_MERGED_TIER == 3
+    assert tier_within_packet(2**20) == 2 and tier_within_packet(2**20) < tier_within_packet(2**22)
+    assert tier_within_packet(POSTING.size * 100 * 2) == 0 and tier_within_packet(1024) == -1
+
+
+def test_mysql_an_indexed_page_cannot_be_deleted_from_under_the_index(mysql_url: str) -> None:
+    import pymysql
+
+    store = open_store(mysql_url)
+    try:
+        store.write_pages([page("http://a.cn/1", "一", "足球")])
+    finally:
+        store.close()
+    with pytest.raises(pymysql.err.IntegrityError, match="1451"):  # its postings would stay behind
+        query(mysql_url, "DELETE FROM pages WHERE url = 'http://a.cn/1'")
+
+
 def test_mysql_a_segment_whose_pages_are_all_stored_again_is_deleted(mysql_url: str) -> None:
     store = open_store(mysql_url)
     try:
@@ -477,8 +498,12 @@ def test_mysql_no_merge_while_another_connection_merges(mysql_url: str, mysql_se
         other.close()
 
 
-def test_mysql_an_index_of_schema_6_is_converted_with_its_ranking(tmp_path: Path, mysql_url: str) -> None:
+def test_mysql_an_index_of_schema_6_is_converted_with_its_ranking(tmp_path: Path, mysql_url: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from topicspider.search import segments
     from topicspider.storage.mysql import MIGRATIONS, open_connection
+
+    monkeypatch.setattr(segments, "CONVERTED_IDS", 2)  # pages 1 to 5: three segments
 
     corpus = [*CORPUS, page("http://a.cn/empty", "", "")]  # indexed, with no terms: it counts in N
     fresh = open_store(f"sqlite:///{tmp_path}/fresh.db")
@@ -486,11 +511,12 @@ def test_mysql_an_index_of_schema_6_is_converted_with_its_ranking(tmp_path: Path
     expected = ranked(fresh, "新闻 python 体育")
     fresh.close()
     old = mysql_schema_6(mysql_url, corpus)
-    with old.cursor() as cursor:  # the migration failed once before its last statement
+    with old.cursor() as cursor:  # the migration stopped once, its first segment converted
         cursor.execute("SELECT MAX(version) FROM topicspider_schema")
         assert cursor.fetchone() == (6,)
-        for statement in MIGRATIONS[7][:-1]:
+        for statement in MIGRATIONS[7][:4]:
             cursor.execute(statement)
+        segments._convert_range(cursor, 0)
     old.commit()
     old.close()
 
@@ -504,9 +530,48 @@ def test_mysql_an_index_of_schema_6_is_converted_with_its_ranking(tmp_path: Path
     finally:
         upgraded.close()
     assert query(mysql_url, "SELECT COUNT(*) FROM search_index_pages") == [(len(corpus),)]
+    assert query(mysql_url, "SELECT id, pages FROM search_segment_info WHERE id <= 3 ORDER BY id") == [
+        (1, 1), (2, 2), (3, 2)]
     tables = {name for (name,) in query(mysql_url, "SELECT table_name FROM information_schema.tables "
                                                    "WHERE table_schema = DATABASE() AND table_name LIKE 'search%%'")}
     assert tables == {"search_segments", "search_segment_info", "search_index_pages", "search_dead"}
+
+
+def test_mysql_two_writers_merging_together_lose_no_page(mysql_url: str) -> None:
+    from topicspider.storage import StorageError
+
+    def write(worker: int) -> None:
+        store = open_store(mysql_url)
+        try:
+            for n in range(40):
+                batches = [[page(f"http://a.cn/{worker}/{n}/{k}", f"第{n}页", f"{SPORTS[k]}新闻 比赛") for k in range(2)]]
+                if n % 3 == 2:  # pages stored again, maybe in a segment the other worker merges now
+                    batches.append([page(f"http://a.cn/{worker}/{n - 2}/0", f"第{n - 2}页", f"{SPORTS[0]}新闻 再版")])
+                for batch in batches:
+                    write_retrying(store, batch)
+        finally:
+            store.close()
+
+    def write_retrying(store: Store, batch: list[PageItem]) -> None:
+        for _ in range(5):
+            try:
+                store.write_pages(batch)
+                return
+            except StorageError as exc:  # a deadlock: the storage pipeline writes the batch again
+                assert exc.retryable
+        raise AssertionError("five deadlocks in a row")
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(write, [1, 2]))
+    store = open_store(mysql_url)
+    try:
+        assert find(store, "新闻").total == 160 and find(store, "足球").total == 80
+        assert find(store, "再版").total == 26 and find(store, "比赛").total == 160 - 26
+    finally:
+        store.close()
+    assert query(mysql_url, "SELECT SUM(live), COUNT(*) FROM search_segment_info") == [(160, len(segment_tiers(mysql_url)))]
+    assert query(mysql_url, "SELECT COUNT(*) FROM search_index_pages") == [(160,)]
+    assert len(segment_tiers(mysql_url)) < 20, "merged as they went"
 
 
 @contextmanager
@@ -525,6 +590,24 @@ def another_database(mysql_server: str) -> Iterator[Any]:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS {name}")
         connection.close()
+
+
+def test_mysql_a_conversion_cut_short_is_one_line_and_goes_on_when_opened_again(mysql_url: str,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from topicspider.config import ConfigError
+    from topicspider.search import segments
+
+    mysql_schema_6(mysql_url, CORPUS).close()
+    monkeypatch.setattr(segments, "GROUP_CONCAT_MAX_LEN", 30)  # as a small max_allowed_packet would cut it
+    with pytest.raises(ConfigError, match="cannot create or upgrade the schema: .*cut"):
+        open_store(mysql_url)
+    assert query(mysql_url, "SELECT MAX(version) FROM topicspider_schema") == [(6,)]
+    monkeypatch.undo()
+    store = open_store(mysql_url)
+    try:
+        assert urls(find(store, "新闻")) == ["http://a.cn/news", "http://a.cn/site"]
+    finally:
+        store.close()
 
 
 def mysql_schema_6(mysql_url: str, corpus: list[PageItem]) -> Any:

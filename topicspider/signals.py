@@ -54,6 +54,14 @@ RESUME_LATER_META = "topicspider_resume_later"
 #: (:mod:`topicspider.middlewares.replay`) says when it was fetched, as ``fetched_at``.
 FETCHED_AT_META = "topicspider_fetched_at"
 
+#: Not a signal: the response flag of a page not downloaded now, as Scrapy's HTTP cache
+#: flags its responses (topicspider's background cache sets it too): it was archived
+#: when it was (:mod:`topicspider.middlewares.warc`).
+CACHED = "cached"
+#: Not a signal: the response flag of a page answered from a WARC archive
+#: (:mod:`topicspider.middlewares.replay`).
+REPLAYED = "replayed"
+
 #: Not a signal: the request ``meta`` key by which the spider says that a page it
 #: fetched is not kept, with the reason as its value (``"irrelevant"``: judged off the
 #: topic, so not stored). The ledger counts its URL dropped for that reason, not done.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
-from topicspider.signals import FETCHED_AT_META
+from topicspider.signals import CACHED, FETCHED_AT_META
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -40,7 +40,7 @@ class BackgroundCacheMiddleware:
             return None
         # "cached", as Scrapy's HTTP cache flags its responses: not downloaded again (the
         # WARC archive, for one, has it already).
-        response = cached.replace(request=request, flags=[*cached.flags, "cached"])
+        response = cached.replace(request=request, flags=[*cached.flags, CACHED])
         if cached.request is not None and FETCHED_AT_META in cached.request.meta:  # a sample read from an archive
             request.meta[FETCHED_AT_META] = cached.request.meta[FETCHED_AT_META]
         assert self.crawler.stats is not None

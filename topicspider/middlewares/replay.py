@@ -29,9 +29,8 @@ from scrapy.responsetypes import responsetypes
 
 from topicspider.archive import READ_MAX_BYTES, ArchivedResponse, ArchiveError, ReplayIndex, read_archived
 from topicspider.config import ConfigError, get_int, off_by_design
-from topicspider.middlewares.warc import CACHED, REPLAYED
 from topicspider.reactor_tools import to_thread
-from topicspider.signals import FETCHED_AT_META
+from topicspider.signals import CACHED, FETCHED_AT_META, REPLAYED
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -47,6 +47,7 @@ from topicspider.archive import Archived, Exchange, WarcFiles, append_to_index
 from topicspider.config import check_directory, get_bool, get_float, get_int, off_by_design
 from topicspider.lru import LRU
 from topicspider.reactor_tools import to_thread
+from topicspider.signals import CACHED, REPLAYED
 from topicspider.urls import BadURL, canonical_url
 
 if TYPE_CHECKING:
@@ -69,10 +70,6 @@ class Reused:
     canonical: str
     depth: int
     body: bytes = b""  # nothing to write: counts nothing against the queue's bound
-# The flag of a response that was not downloaded now (Scrapy's HTTP cache sets it, and
-# topicspider's background cache): it was archived when it was.
-CACHED = "cached"
-REPLAYED = "replayed"  # answered from a WARC archive (topicspider.middlewares.replay)
 
 
 def _headers(headers: Any) -> list[tuple[str, str]]:

@@ -12,6 +12,7 @@ DB-API cursor and a :class:`Dialect`; every value is a parameter.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,10 +23,12 @@ from topicspider.search.fts5 import Fts5Index
 from topicspider.search.segments import SegmentIndex
 from topicspider.search.snippet import Piece, highlight, snippet
 from topicspider.search.terms import document_terms, query_terms
-from topicspider.storage import chunks
+from topicspider.storage import StorageError, chunks
 from topicspider.storage.dialect import Dialect
 from topicspider.storage.labels import labels_of
 
+
+logger = logging.getLogger(__name__)
 
 class IndexTables(Protocol):
     """One backend's search index (its tables, written and read in the caller's transaction)."""
@@ -204,7 +207,10 @@ def reindex_missing(transaction: Callable[..., Any], batch: int) -> int:
     terms = [(page_id, document_terms(title, text)) for page_id, title, text in pages]
     transaction(lambda cursor, dialect: index_pages(cursor, dialect, still_unindexed(cursor, dialect, terms)),
                 write=True)
-    transaction(merge_index, write=True)
+    try:
+        transaction(merge_index, write=True)
+    except StorageError as exc:  # the index is whole without it: the next batch merges
+        logger.warning("search index: merging segments failed (tried again after the next batch): %s", exc)
     return len(pages)
 
 

@@ -2,7 +2,8 @@
 
 Each batch of pages the storage pipeline writes becomes one new segment: a row per
 distinct term of the batch, its pages packed in a blob, where a table of plain postings
-wrote a row per term per page (``bench/bench_index.py``: 2.5 times as fast). Tables
+wrote a row per term per page (``bench/bench_index.py``: half the client's CPU a
+page, and queries much faster on a large index). Tables
 (MySQL schema 7, :mod:`topicspider.storage.mysql`):
 
 * ``search_segments (term, segment, postings)``: :data:`POSTING` records, one per page
@@ -19,10 +20,11 @@ wrote a row per term per page (``bench/bench_index.py``: 2.5 times as fast). Tab
 Segments are merged by the server, never read by Python: once :data:`MERGE_FACTOR`
 segments share a tier (the order of magnitude of their page count), their blobs are
 concatenated per term (``GROUP_CONCAT``) into one segment, up to
-:data:`MAX_MERGED_TIER`, so a term has a few dozen rows at most in a crawl of a million
-pages, each blob within the server's ``max_allowed_packet``. A merge runs in a
-transaction of its own after a batch is stored, under a named lock (one per database)
-that one worker of a cluster holds at a time.
+:data:`MAX_MERGED_TIER` (lower if the server's ``max_allowed_packet`` is small), so
+that each blob stays within a packet. With batches of 100 pages, a word has about a
+hundred rows in a crawl of a million pages. Merges run after a batch is stored, each
+in a transaction of its own, under a named lock (one per database) that one worker of
+a cluster holds at a time.
 
 A query reads its terms' rows, drops the dead postings, and ranks by the same Okapi
 BM25 with Lucene's always-positive IDF that :mod:`topicspider.search.fts5` gives on
@@ -56,6 +58,9 @@ GROUP_CONCAT_MAX_LEN = 2**32 - 1
 # (a lock's name is at most 64 characters, a database's too).
 MERGE_LOCK = "CONCAT('topicspider_search_merge_', MD5(DATABASE()))"
 GROUP_CONCAT_CUT = 1260  # ER_CUT_VALUE_GROUP_CONCAT
+# Page ids per segment converted from schema 3's postings: a conversion statement
+# reads at most this many pages' postings.
+CONVERTED_IDS = 10_000
 # What a deleted segment leaves: each table and the column naming the segment.
 SEGMENT_COLUMNS = (("search_segments", "segment"), ("search_dead", "segment"), ("search_segment_info", "id"))
 
@@ -112,8 +117,9 @@ class SegmentIndex:
             per_segment: dict[int, int] = {}
             for _, _, segment in retired:
                 per_segment[segment] = per_segment.get(segment, 0) + 1
+            # In the order of the segments, as any other writer locks them.
             cursor.executemany("UPDATE search_segment_info SET live = live - %s WHERE id = %s",
-                               [(count, segment) for segment, count in per_segment.items()])
+                               [(count, segment) for segment, count in sorted(per_segment.items())])
             cursor.execute(f"DELETE FROM search_index_pages WHERE page_id IN ({marks})", chunk)
             emptied.update(per_segment)
         if emptied:
@@ -123,10 +129,15 @@ class SegmentIndex:
 
     @staticmethod
     def merge(cursor: Any) -> int:
-        """Merge segments while a tier up to :data:`MAX_MERGED_TIER` holds
-        :data:`MERGE_FACTOR` of them; the number of merges. Skipped while another
-        connection merges."""
-        if _full_tier(cursor) is None:  # most batches: one look, no lock
+        """Merge segments while a tier up to :func:`highest_merged_tier` holds
+        :data:`MERGE_FACTOR` of them; the number of merges. Each merge is a transaction
+        of its own on the cursor's connection, committed before the next one and before
+        the merge lock is released (the transaction open on entry is committed first).
+        Skipped while another connection merges."""
+        connection = cursor.connection
+        connection.commit()
+        highest = highest_merged_tier(cursor)
+        if _full_tier(cursor, highest) is None:  # most batches: one look, no lock
             return 0
         cursor.execute(f"SELECT GET_LOCK({MERGE_LOCK}, 0)")
         if (cursor.fetchone() or (0,))[0] != 1:
@@ -134,10 +145,19 @@ class SegmentIndex:
         merges = 0
         try:
             cursor.execute("SET SESSION group_concat_max_len = %s", (GROUP_CONCAT_MAX_LEN,))
-            while (tier := _full_tier(cursor)) is not None:
-                _merge_tier(cursor, tier)
+            isolation = _merge_isolation(cursor)
+            connection.commit()
+            while True:
+                # Without gap locks, the batches other workers store meanwhile do not
+                # wait for a merge (for the next transaction only).
+                cursor.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
+                tier = _full_tier(cursor, highest)
+                if tier is None or not _merge_tier(cursor, tier):
+                    break
+                connection.commit()
                 merges += 1
         finally:
+            connection.rollback()  # what a merge began and did not finish
             cursor.execute(f"SELECT RELEASE_LOCK({MERGE_LOCK})")
             cursor.fetchall()
         return merges
@@ -215,37 +235,77 @@ def _dead(cursor: Any, segments: list[int]) -> set[tuple[int, int]]:
     return dead
 
 
-def _full_tier(cursor: Any) -> int | None:
+def highest_merged_tier(cursor: Any) -> int:
+    """:func:`tier_within_packet` of the server's ``max_allowed_packet``."""
+    cursor.execute("SELECT @@max_allowed_packet")
+    return tier_within_packet(int(cursor.fetchone()[0]))
+
+
+def tier_within_packet(packet: int) -> int:
+    """:data:`MAX_MERGED_TIER`, or lower where a ``packet`` of so many bytes is too
+    small for its blobs: ten segments of tier t hold under 10^(t + 2) pages, and a
+    merged blob is to take at most half a packet (-1: none merged)."""
+    tier = MAX_MERGED_TIER
+    while tier >= 0 and POSTING.size * 10 ** (tier + 2) > packet // 2:
+        tier -= 1
+    return tier
+
+
+def _merge_isolation(cursor: Any) -> str:
+    """READ COMMITTED, unless the server logs statements (a binary log in STATEMENT
+    format refuses InnoDB writes under it, error 1665)."""
+    cursor.execute("SELECT @@log_bin, @@binlog_format")
+    log_bin, binlog_format = cursor.fetchone()
+    return "REPEATABLE READ" if int(log_bin) and str(binlog_format).upper() == "STATEMENT" else "READ COMMITTED"
+
+
+def _full_tier(cursor: Any, highest: int) -> int | None:
     cursor.execute("SELECT tier FROM search_segment_info WHERE tier <= %s GROUP BY tier HAVING COUNT(*) >= %s "
-                   "ORDER BY tier LIMIT 1", (MAX_MERGED_TIER, MERGE_FACTOR))
+                   "ORDER BY tier LIMIT 1", (highest, MERGE_FACTOR))
     row = cursor.fetchone()
     return None if row is None else int(row[0])
 
 
-def _merge_tier(cursor: Any, tier: int) -> None:
+def _merge_tier(cursor: Any, tier: int) -> bool:
     """The oldest :data:`MERGE_FACTOR` segments of ``tier`` into one: their postings,
-    dead ones included, concatenated term by term."""
-    cursor.execute("SELECT id, pages, live FROM search_segment_info WHERE tier = %s ORDER BY id LIMIT %s FOR UPDATE",
-                   (tier, MERGE_FACTOR))
+    dead ones included, concatenated term by term. False (nothing done) when a writer
+    emptied one of them meanwhile."""
+    cursor.execute("SELECT id FROM search_segment_info WHERE tier = %s ORDER BY id LIMIT %s", (tier, MERGE_FACTOR))
+    merged = [int(segment) for (segment,) in cursor.fetchall()]
+    if len(merged) < MERGE_FACTOR:
+        return False
+    marks = ",".join(["%s"] * len(merged))
+    # The pages' index rows first, then the segments': the order in which a writer
+    # storing a page again locks them.
+    cursor.execute(f"SELECT page_id FROM search_index_pages WHERE segment IN ({marks}) FOR UPDATE", merged)
+    cursor.fetchall()
+    cursor.execute(f"SELECT pages, live FROM search_segment_info WHERE id IN ({marks}) AND tier = %s FOR UPDATE",
+                   [*merged, tier])
     rows = cursor.fetchall()
-    merged = [int(segment) for segment, _, _ in rows]
-    pages, live = sum(int(row[1]) for row in rows), sum(int(row[2]) for row in rows)
+    if len(rows) < MERGE_FACTOR:
+        return False
+    pages, live = sum(int(row[0]) for row in rows), sum(int(row[1]) for row in rows)
     cursor.execute("INSERT INTO search_segment_info (tier, pages, live) VALUES (%s, %s, %s)",
                    (max(tier_of(pages), tier + 1), pages, live))
     segment = int(cursor.lastrowid)
-    marks = ",".join(["%s"] * len(merged))
     # In any order: a posting names its page and batch.
     cursor.execute(f"INSERT INTO search_segments (term, segment, postings) SELECT term, %s, "
                    f"GROUP_CONCAT(postings SEPARATOR '') FROM search_segments "
                    f"WHERE segment IN ({marks}) GROUP BY term", [segment, *merged])
-    # A blob GROUP_CONCAT cut is an error in strict mode, a warning otherwise: either
-    # way the caller's transaction is rolled back.
-    cursor.execute("SHOW WARNINGS")
-    if cut := [message for _, code, message in cursor.fetchall() if int(code) == GROUP_CONCAT_CUT]:
-        raise ValueError(f"a merge of search segments was cut short: {cut[0]}")
+    check_not_cut(cursor, "a merge of search segments")
     cursor.execute(f"UPDATE search_index_pages SET segment = %s WHERE segment IN ({marks})", [segment, *merged])
     cursor.execute(f"UPDATE search_dead SET segment = %s WHERE segment IN ({marks})", [segment, *merged])
     _delete_segments(cursor, merged)
+    return True
+
+
+def check_not_cut(cursor: Any, what: str) -> None:
+    """Raise :class:`ValueError` when the statement just run had a GROUP_CONCAT cut
+    short (at ``group_concat_max_len`` or ``max_allowed_packet``): an error in strict
+    mode, only a warning otherwise. The caller's transaction is then rolled back."""
+    cursor.execute("SHOW WARNINGS")
+    if cut := [message for _, code, message in cursor.fetchall() if int(code) == GROUP_CONCAT_CUT]:
+        raise ValueError(f"{what} was cut short: {cut[0]}")
 
 
 def _delete_segments(cursor: Any, segments: list[int]) -> None:
@@ -254,3 +314,42 @@ def _delete_segments(cursor: Any, segments: list[int]) -> None:
         marks = ",".join(["%s"] * len(chunk))
         for table, column in SEGMENT_COLUMNS:
             cursor.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
+
+
+def convert_postings(connection: Any) -> None:
+    """Schema 7's migration: schema 3's plain tables of postings into segments, one
+    per :data:`CONVERTED_IDS` page ids, each committed on its own, so that a migration
+    cut short goes on where it stopped; no page is cut again. Nothing to do once they
+    are dropped."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM information_schema.tables "
+                       "WHERE table_schema = DATABASE() AND table_name = 'search_docs'")
+        if not int(cursor.fetchone()[0]):
+            return
+        cursor.execute("SET SESSION group_concat_max_len = %s", (GROUP_CONCAT_MAX_LEN,))
+        cursor.execute("SELECT DISTINCT page_id DIV %s FROM search_docs", (CONVERTED_IDS,))
+        ranges = sorted(int(part) for (part,) in cursor.fetchall())
+        cursor.execute("SELECT id FROM search_segment_info")
+        done = {int(segment) for (segment,) in cursor.fetchall()}
+        connection.commit()
+        for part in ranges:
+            if part + 1 not in done:  # a segment's id is its range's number plus one
+                _convert_range(cursor, part)
+                connection.commit()
+
+
+def _convert_range(cursor: Any, part: int) -> None:
+    segment, low, high = part + 1, part * CONVERTED_IDS, (part + 1) * CONVERTED_IDS
+    cursor.execute("INSERT INTO search_segment_info (id, tier, pages, live) "
+                   "SELECT %s, FLOOR(LOG10(COUNT(*))), COUNT(*), COUNT(*) FROM search_docs "
+                   "WHERE page_id >= %s AND page_id < %s", (segment, low, high))
+    cursor.execute("INSERT INTO search_index_pages (page_id, length, batch, segment) "
+                   "SELECT page_id, length, %s, %s FROM search_docs WHERE page_id >= %s AND page_id < %s",
+                   (segment, segment, low, high))
+    # Each posting as POSTING packs it (page id, batch, count, length, big-endian), in hex.
+    cursor.execute("INSERT INTO search_segments (term, segment, postings) "
+                   "SELECT p.term, %s, UNHEX(GROUP_CONCAT(CONCAT(LPAD(HEX(p.page_id), 16, '0'), LPAD(HEX(%s), 8, '0'), "
+                   "LPAD(HEX(p.tf), 8, '0'), LPAD(HEX(d.length), 8, '0')) SEPARATOR '')) "
+                   "FROM search_postings p JOIN search_docs d ON d.page_id = p.page_id "
+                   "WHERE p.page_id >= %s AND p.page_id < %s GROUP BY p.term", (segment, segment, low, high))
+    check_not_cut(cursor, f"converting the search index's pages {low} to {high - 1}")

@@ -42,6 +42,7 @@ from topicspider.config import ConfigError
 from topicspider.fingerprint import identity_digest
 from topicspider.items import PageItem
 from topicspider.search.index import merge_index, pages_terms, unindex_pages, update_index
+from topicspider.search.segments import convert_postings
 from topicspider.storage import StorageError, chunks, split_aliases
 from topicspider.storage.dialect import MYSQL, Dialect
 from topicspider.storage.seen import SeenURL, URLState
@@ -73,7 +74,7 @@ logger = logging.getLogger(__name__)
 TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
 SCHEMA_VERSION = 7
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
-MIGRATIONS: dict[int, tuple[str, ...]] = {
+MIGRATIONS: dict[int, tuple[str | Callable[[Connection[Cursor]], None], ...]] = {
     1: (
         f"""CREATE TABLE IF NOT EXISTS pages (
             id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
@@ -185,9 +186,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         ) {TABLE_OPTIONS}""",
         "ALTER TABLE pages ADD COLUMN near_duplicate_of TEXT NULL"),
     # The search index in segments (topicspider.search.segments): schema 3's postings
-    # are converted by the server, a segment per 100,000 page ids, without cutting a
-    # page again; then its two tables are dropped. Every step before the DROP can run
-    # again after a failure (MySQL commits each statement).
+    # are converted by the server, a segment per 10,000 page ids, each committed on its
+    # own, without cutting a page again; then its two tables are dropped. Each step can
+    # run again after a failure. A page is deleted only once out of the index (RESTRICT):
+    # its postings would stay behind.
     7: (f"""CREATE TABLE IF NOT EXISTS search_segment_info (
             id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
             tier INT NOT NULL,
@@ -208,7 +210,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             batch BIGINT UNSIGNED NOT NULL,
             segment BIGINT UNSIGNED NOT NULL,
             KEY search_index_pages_by_segment (segment),
-            CONSTRAINT search_index_pages_page FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE
+            CONSTRAINT search_index_pages_page FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE RESTRICT
         ) {TABLE_OPTIONS}""",
         f"""CREATE TABLE IF NOT EXISTS search_dead (
             batch BIGINT UNSIGNED NOT NULL,
@@ -217,21 +219,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             PRIMARY KEY (batch, page_id),
             KEY search_dead_by_segment (segment)
         ) {TABLE_OPTIONS}""",
-        "SET SESSION group_concat_max_len = 4294967295",
-        """INSERT IGNORE INTO search_segment_info (id, tier, pages, live)
-            SELECT 1 + page_id DIV 100000, FLOOR(LOG10(COUNT(*))), COUNT(*), COUNT(*)
-            FROM search_docs GROUP BY 1 + page_id DIV 100000""",
-        """INSERT IGNORE INTO search_index_pages (page_id, length, batch, segment)
-            SELECT page_id, length, 1 + page_id DIV 100000, 1 + page_id DIV 100000 FROM search_docs""",
-        # Each posting as topicspider.search.segments.POSTING packs it: page id, batch,
-        # count, length, big-endian.
-        """INSERT IGNORE INTO search_segments (term, segment, postings)
-            SELECT p.term, 1 + p.page_id DIV 100000,
-                   UNHEX(GROUP_CONCAT(CONCAT(LPAD(HEX(p.page_id), 16, '0'), LPAD(HEX(1 + p.page_id DIV 100000), 8, '0'),
-                                             LPAD(HEX(p.tf), 8, '0'), LPAD(HEX(d.length), 8, '0')) SEPARATOR ''))
-            FROM search_postings p JOIN search_docs d ON d.page_id = p.page_id
-            GROUP BY p.term, 1 + p.page_id DIV 100000""",
-        "DROP TABLE IF EXISTS search_postings, search_docs"),
+        convert_postings,
+        "DROP TABLE IF EXISTS search_postings",
+        "DROP TABLE IF EXISTS search_docs"),
 }
 
 UPSERT_PAGE = """
@@ -351,7 +341,10 @@ def migrate(connection: Connection[Cursor]) -> None:
                 raise ConfigError(f"schema version {current} is newer than this topicspider ({SCHEMA_VERSION})")
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[version]:
-                    cursor.execute(statement)
+                    if callable(statement):
+                        statement(connection)
+                    else:
+                        cursor.execute(statement)
                 cursor.execute("INSERT INTO topicspider_schema (version) VALUES (%s)", (version,))
                 connection.commit()
         finally:
@@ -369,7 +362,7 @@ def open_connection(database_url: str) -> tuple[MySQLTarget, Connection[Cursor]]
         raise ConfigError(f"cannot connect to MySQL at {target.host}:{target.port}: {describe(exc)}") from None
     try:
         migrate(connection)
-    except pymysql.MySQLError as exc:
+    except (pymysql.MySQLError, ValueError) as exc:  # ValueError: a conversion cut short
         connection.close()
         raise ConfigError(f"MySQL at {target.where}: cannot create or upgrade the schema: {describe(exc)}") from None
     except BaseException:
@@ -488,7 +481,7 @@ class MySQLStore(_Connected):
             # A URL is a page or an alias, never both: another crawl may meet copies in another order.
             # A page leaves the search index first: its postings do not go with its row.
             alias_hashes = [identity_digest(a.url) for a in aliases]
-            unindex_pages(cursor, MYSQL, list(_page_ids(cursor, alias_hashes).values()))
+            unindex_pages(cursor, MYSQL, list(_page_ids(cursor, alias_hashes, lock=True).values()))
             _delete_where_hash_in(cursor, "pages", alias_hashes)
             _delete_where_hash_in(cursor, "page_aliases", [identity_digest(p.url) for p in pages])
             cursor.executemany(UPSERT_ALIAS, [_alias_row(alias) for alias in aliases])
@@ -509,10 +502,14 @@ def _delete_where_hash_in(cursor: Cursor, table: str, hashes: list[bytes]) -> No
         cursor.execute(f"DELETE FROM {table} WHERE url_hash IN ({MYSQL.marks(len(chunk))})", chunk)
 
 
-def _page_ids(cursor: Cursor, hashes: list[bytes]) -> dict[bytes, int]:
+def _page_ids(cursor: Cursor, hashes: list[bytes], *, lock: bool = False) -> dict[bytes, int]:
+    """The ids of the pages with these URL hashes; ``lock``: the rows (and the gaps
+    where none is) locked, so that a page another crawl stores now is found, not
+    deleted unseen afterwards."""
     ids: dict[bytes, int] = {}
+    suffix = " FOR UPDATE" if lock else ""
     for chunk in chunks(hashes):
-        cursor.execute(f"SELECT url_hash, id FROM pages WHERE url_hash IN ({MYSQL.marks(len(chunk))})", chunk)
+        cursor.execute(f"SELECT url_hash, id FROM pages WHERE url_hash IN ({MYSQL.marks(len(chunk))}){suffix}", chunk)
         ids.update((bytes(url_hash), page_id) for url_hash, page_id in cursor.fetchall())
     return ids
 
