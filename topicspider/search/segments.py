@@ -277,8 +277,8 @@ def _merge_tier(cursor: Any, tier: int) -> bool:
     marks = ",".join(["%s"] * len(merged))
     # The pages' index rows first, then the segments': the order in which a writer
     # storing a page again locks them.
-    cursor.execute(f"SELECT page_id FROM search_index_pages WHERE segment IN ({marks}) FOR UPDATE", merged)
-    cursor.fetchall()
+    cursor.execute(f"SELECT COUNT(*) FROM search_index_pages WHERE segment IN ({marks}) FOR UPDATE", merged)
+    cursor.fetchall()  # the rows are locked, not sent
     cursor.execute(f"SELECT pages, live FROM search_segment_info WHERE id IN ({marks}) AND tier = %s FOR UPDATE",
                    [*merged, tier])
     rows = cursor.fetchall()
