@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import run_project
+from tests.conftest import patched_command, run_project
 from tests.services import RedisCrawl, query
 from topicspider.cluster import ClusterKeys
 from topicspider.cluster.frontier import Ack, Exchange, Outgoing, RedisFrontier, level_field, queue_order
@@ -36,11 +36,13 @@ WORKER_SETTINGS = {"PAGE_PROCESSES": 0, "REDIS_IDLE_TIMEOUT": 3, "DOWNLOAD_DELAY
 
 class Worker:
     def __init__(self, workdir: Path, redis_crawl: RedisCrawl, seeds: str = "", depth: int = 3,
-                 **settings: Any) -> None:
+                 patch: str = "", **settings: Any) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         self.redis_crawl = redis_crawl
         command = crawl_command(seeds, depth, {**WORKER_SETTINGS, **redis_crawl.settings(), **settings})
+        if patch:
+            command = patched_command(command, patch)
         with (workdir / "stdout.txt").open("a") as out, (workdir / "stderr.txt").open("a") as err:
             self.process = subprocess.Popen(command, cwd=workdir, env=project_env(), stdout=out, stderr=err)
 
@@ -566,6 +568,45 @@ def test_a_request_that_kills_every_worker_taking_it_is_dead_lettered(tmp_path, 
     letters = [json.loads(raw) for raw in redis_crawl.client.lrange(f"{redis_crawl.prefix}:requests:dead_letters", 0, -1)]
     assert len(letters) == 1 and "delivered 3 times" in letters[0]["reason"]
     assert b"/poison.html" in base64.b64decode(letters[0]["entry"])
+
+
+# The database refuses the first batch holding /b.html, and the spill file cannot be
+# written: that batch's pages are lost (storage/pages_lost); later batches are stored.
+LOSES_ONE_BATCH = """
+from topicspider.pipelines import storage
+from topicspider.storage import StorageError
+real_write = storage.write_isolating
+refused = []
+def refuse_once(store, batch):
+    if not refused and any(page.url.endswith("/b.html") for page in batch):
+        refused.append(batch)
+        raise StorageError("the database is gone")
+    return real_write(store, batch)
+def cannot_spill(path, pages):
+    raise OSError("No space left on device")
+storage.write_isolating = refuse_once
+storage.spill_pages = cannot_spill
+"""
+
+
+def test_a_page_neither_stored_nor_spilled_is_fetched_again_not_acknowledged(tmp_path, serve, redis_crawl):
+    """It was acknowledged as done: the cluster never fetched it again, and its ledger
+    said done for a page no database holds."""
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = ["/a.html", "/b.html", "/c.html"]
+    (root / "index.html").write_text(page_html("home", "start", pages))
+    for path in pages:
+        (root / path.lstrip("/")).write_text(page_html(path, "text", []))
+    site = serve(root)
+    worker = Worker(tmp_path / "w0", redis_crawl, f"{site.url}/", depth=1, patch=LOSES_ONE_BATCH,
+                    REDIS_LEASE=5, STORAGE_RETRY_TIMES=0, STORAGE_BATCH_SIZE=1)
+    ledger = finish([worker], clean=False)
+    assert {canonical_path(path) for path in worker.stored_paths()} == {"/", *pages}
+    assert Counter(page_paths(site))["/b.html"] == 2, "its lease ran out, and it was fetched again"
+    assert ledger["done"] == 4, ledger_line(ledger)
+    stats = worker.stats
+    assert stats["storage/pages_lost"] == 1 == stats["scheduler/cluster/lost_pages_unacked"]
 
 
 def test_a_worker_with_nothing_to_do_exits_after_the_idle_timeout(tmp_path, redis_crawl):

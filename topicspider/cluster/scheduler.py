@@ -12,7 +12,7 @@ and those of :class:`topicspider.scheduler.FrontierScheduler`. Stats:
 ``scheduler/cluster/local_only``, ``scheduler/cluster/bad_entries``,
 ``scheduler/cluster/over_delivered``, ``scheduler/cluster/lost``,
 ``scheduler/cluster/unacked``, ``scheduler/cluster/stuck_leases``,
-``scheduler/cluster/disowned``.
+``scheduler/cluster/disowned``, ``scheduler/cluster/lost_pages_unacked``.
 
 scrapy-redis's own scheduler makes a synchronous Redis call on the reactor thread for
 every request queued and every request asked for, and loses what a killed worker had
@@ -82,13 +82,14 @@ from topicspider.cluster.frontier import (
 from topicspider.config import get_bool, get_float, get_int
 from topicspider.discovery import RECENT_CAPACITY
 from topicspider.dupefilter import Verdict
+from topicspider.fingerprint import identity_digest
 from topicspider.ledger import ERROR, WAITING
 from topicspider.ledger import PREFIX as LEDGER_PREFIX
 from topicspider.lru import LRU
 from topicspider.reactor_tools import call_later, in_thread, sleep, thread_pool
 from topicspider.requestcodec import UnencodableRequest, decode_request, encode_request, request_meta
 from topicspider.scheduler import STORAGE_PIPELINE, FrontierScheduler, finished_outcome, level_of
-from topicspider.signals import fetch_failed, host_booked, links_dropped, pages_durable
+from topicspider.signals import fetch_failed, host_booked, links_dropped, pages_durable, pages_lost
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -176,6 +177,8 @@ class ClusterScheduler(FrontierScheduler):
         crawler.signals.connect(self._host_booked, signal=host_booked)
         self.stored: list[Request] = []  # finished and durable: to acknowledge
         crawler.signals.connect(self._pages_durable, signal=pages_durable)
+        self.lost_pages: set[bytes] = set()  # fingerprints of pages neither stored nor spilled
+        crawler.signals.connect(self._pages_lost, signal=pages_lost)
         # The cluster's ledger, in Redis: each finished request's URL and outcome, told
         # with its acknowledgement, and the links this worker will not request.
         self.outcomes: dict[Request, tuple[str, str]] = {}  # finished -> (hex fingerprint, ledger entry)
@@ -459,10 +462,35 @@ class ClusterScheduler(FrontierScheduler):
             if finished_at >= before:
                 break
             durable += 1
-        self.stored += [request for _, request in self.unstored[:durable]]
+        self._settle([request for _, request in self.unstored[:durable]])
         del self.unstored[:durable]
         if durable:
             self._kick()
+
+    def _pages_lost(self, urls: list[str]) -> None:
+        # A stored page's URL is canonical: its digest is its request's fingerprint.
+        self.lost_pages.update(identity_digest(url) for url in urls)
+
+    def _settle(self, requests: list[Request]) -> None:
+        """Finished requests past the storage pipeline: acknowledged, unless the page
+        was neither stored nor spilled (``pages_lost``, sent before ``pages_durable``).
+        Such a request's lease is left to run out (``REDIS_LEASE``), so that a worker
+        fetches it again, up to ``REDIS_MAX_DELIVERIES`` times; at close it is given
+        back to the queue at once."""
+        for request in requests:
+            fingerprint = None if isinstance(request, _Undecodable) or not self.lost_pages \
+                else self.df.fingerprint(request)
+            if fingerprint is None or fingerprint not in self.lost_pages:
+                self.stored.append(request)
+                continue
+            self.lost_pages.discard(fingerprint)
+            self._count("scheduler/cluster/lost_pages_unacked")
+            self.outcomes.pop(request, None)
+            if self.closing:
+                self.returning.append(request)
+            else:
+                del self.lease_of[request]
+                self.started.discard(request)
 
     def _failed(self, exc: Exception, sent: list[tuple[Outgoing, bytes, Request]],
                 released: list[Request], finished: list[Request]) -> None:
@@ -582,7 +610,7 @@ class ClusterScheduler(FrontierScheduler):
             self.ticker.stop()
         deadline = monotonic() + CLOSE_WAIT
         # The pipelines have closed: every finished page is stored, spilled or counted lost.
-        self.stored += [request for _, request in self.unstored]
+        self._settle([request for _, request in self.unstored])
         self.unstored.clear()
         while (self.pumping or self.outgoing or self.given or self.stored or self.discovered) and monotonic() < deadline:
             if not self.pumping:
