@@ -3,7 +3,8 @@
 The index holds the pages' own index terms, cut by jieba, so that neither database has
 to segment Chinese: in an FTS5 table on SQLite (its postings and BM25 in C), in
 segments of postings on MySQL/MariaDB, a row per term per batch of pages, merged by the
-server (whose FULLTEXT drops the two-character words most Chinese words are). It is written in the same transaction as the pages.
+server (whose FULLTEXT drops the two-character words most Chinese words are). It is
+written in the same transaction as the pages.
 
 * :mod:`topicspider.search.terms`: what is indexed (jieba's search mode) and what is
   looked up (jieba's precise mode);

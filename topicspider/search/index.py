@@ -2,8 +2,8 @@
 
 Each backend keeps the index its own way, behind the same operations: SQLite in an FTS5
 table (:mod:`topicspider.search.fts5`), MySQL/MariaDB in segments of postings, a row
-per term per batch of pages (:mod:`topicspider.search.segments`). Both rank by the same Okapi BM25, with Lucene's
-always-positive IDF.
+per term per batch of pages (:mod:`topicspider.search.segments`). Both rank by the
+same Okapi BM25, with Lucene's always-positive IDF.
 
 Pages are indexed in the transaction that stores them (:func:`update_index`), so the
 index grows during a crawl and never disagrees with ``pages``. The functions take a
@@ -27,8 +27,10 @@ from topicspider.storage import StorageError, chunks
 from topicspider.storage.dialect import Dialect
 from topicspider.storage.labels import labels_of
 
-
 logger = logging.getLogger(__name__)
+# Logged where a merge fails: the index is whole without it, and the next batch merges.
+MERGE_FAILED = "search index: merging segments failed (tried again after the next batch): %s"
+
 
 class IndexTables(Protocol):
     """One backend's search index (its tables, written and read in the caller's transaction)."""
@@ -109,8 +111,9 @@ def unindex_pages(cursor: Any, dialect: Dialect, ids: list[int]) -> None:
 
 
 def merge_index(cursor: Any, dialect: Dialect) -> int:
-    """Merge the index's segments where enough have gathered, in a transaction of the
-    caller's that writes no page (MySQL; FTS5 merges its own); the number of merges."""
+    """Merge the index's segments where enough have gathered (MySQL; FTS5 merges its
+    own), each merge in a transaction of its own on the cursor's connection, after the
+    one open is committed; the number of merges."""
     return index_tables(dialect).merge(cursor)
 
 
@@ -209,8 +212,8 @@ def reindex_missing(transaction: Callable[..., Any], batch: int) -> int:
                 write=True)
     try:
         transaction(merge_index, write=True)
-    except StorageError as exc:  # the index is whole without it: the next batch merges
-        logger.warning("search index: merging segments failed (tried again after the next batch): %s", exc)
+    except StorageError as exc:
+        logger.warning(MERGE_FAILED, exc)
     return len(pages)
 
 

@@ -41,7 +41,7 @@ from pymysql.cursors import Cursor
 from topicspider.config import ConfigError
 from topicspider.fingerprint import identity_digest
 from topicspider.items import PageItem
-from topicspider.search.index import merge_index, pages_terms, unindex_pages, update_index
+from topicspider.search.index import MERGE_FAILED, merge_index, pages_terms, unindex_pages, update_index
 from topicspider.search.segments import convert_postings
 from topicspider.storage import StorageError, chunks, split_aliases
 from topicspider.storage.dialect import MYSQL, Dialect
@@ -460,7 +460,7 @@ class MySQLStore(_Connected):
         except StorageError as exc:
             log = logger.debug if self._merge_failed else logger.warning
             self._merge_failed = True
-            log("search index: merging segments failed (tried again after the next batch): %s", exc)
+            log(MERGE_FAILED, exc)
             return 0
         return merges
 
