@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from topicspider.storage import chunks
+from topicspider.storage.dialect import MYSQL
 
 # Okapi BM25's usual constants: term frequency saturation and length normalisation
 # (FTS5's bm25() has the same).
@@ -107,7 +108,7 @@ class SegmentIndex:
         left with no live page is deleted."""
         emptied: set[int] = set()
         for chunk in chunks(ids):
-            marks = ",".join(["%s"] * len(chunk))
+            marks = MYSQL.marks(len(chunk))
             cursor.execute(f"SELECT page_id, batch, segment FROM search_index_pages WHERE page_id IN ({marks}) "
                            "FOR UPDATE", chunk)
             retired = [(int(batch), int(page_id), int(segment)) for page_id, batch, segment in cursor.fetchall()]
@@ -123,7 +124,7 @@ class SegmentIndex:
             cursor.execute(f"DELETE FROM search_index_pages WHERE page_id IN ({marks})", chunk)
             emptied.update(per_segment)
         if emptied:
-            marks = ",".join(["%s"] * len(emptied))
+            marks = MYSQL.marks(len(emptied))
             cursor.execute(f"SELECT id FROM search_segment_info WHERE id IN ({marks}) AND live = 0", list(emptied))
             _delete_segments(cursor, [int(row[0]) for row in cursor.fetchall()])
 
@@ -175,7 +176,7 @@ class SegmentIndex:
         found: set[int] = set()
         for chunk in chunks(ids):
             # Locked, so that a crawl indexing one of them now waits for this transaction.
-            cursor.execute(f"SELECT page_id FROM search_index_pages WHERE page_id IN ({','.join(['%s'] * len(chunk))})"
+            cursor.execute(f"SELECT page_id FROM search_index_pages WHERE page_id IN ({MYSQL.marks(len(chunk))})"
                            " FOR UPDATE", chunk)
             found.update(int(row[0]) for row in cursor.fetchall())
         return found
@@ -213,7 +214,7 @@ class SegmentIndex:
         wanted = [term for term in dict.fromkeys(terms) if term not in self._postings]
         if wanted:
             cursor.execute(f"SELECT term, segment, postings FROM search_segments WHERE term IN "
-                           f"({','.join(['%s'] * len(wanted))})", wanted)
+                           f"({MYSQL.marks(len(wanted))})", wanted)
             rows = cursor.fetchall()
             dead = _dead(cursor, sorted({int(segment) for _, segment, _ in rows}))
             for term in wanted:
@@ -229,7 +230,7 @@ class SegmentIndex:
 def _dead(cursor: Any, segments: list[int]) -> set[tuple[int, int]]:
     dead: set[tuple[int, int]] = set()
     for chunk in chunks(segments):
-        cursor.execute(f"SELECT batch, page_id FROM search_dead WHERE segment IN ({','.join(['%s'] * len(chunk))})",
+        cursor.execute(f"SELECT batch, page_id FROM search_dead WHERE segment IN ({MYSQL.marks(len(chunk))})",
                        chunk)
         dead.update((int(batch), int(page_id)) for batch, page_id in cursor.fetchall())
     return dead
@@ -274,7 +275,7 @@ def _merge_tier(cursor: Any, tier: int) -> bool:
     merged = [int(segment) for (segment,) in cursor.fetchall()]
     if len(merged) < MERGE_FACTOR:
         return False
-    marks = ",".join(["%s"] * len(merged))
+    marks = MYSQL.marks(len(merged))
     # The pages' index rows first, then the segments': the order in which a writer
     # storing a page again locks them.
     cursor.execute(f"SELECT COUNT(*) FROM search_index_pages WHERE segment IN ({marks}) FOR UPDATE", merged)
@@ -311,7 +312,7 @@ def check_not_cut(cursor: Any, what: str) -> None:
 def _delete_segments(cursor: Any, segments: list[int]) -> None:
     """Delete ``segments`` whole: their postings (all dead, or merged elsewhere), dead marks and sizes."""
     for chunk in chunks(segments):
-        marks = ",".join(["%s"] * len(chunk))
+        marks = MYSQL.marks(len(chunk))
         for table, column in SEGMENT_COLUMNS:
             cursor.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
 
