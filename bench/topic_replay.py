@@ -14,7 +14,7 @@ Usage (from the repository root, with the project's virtualenv)::
 ``--backgrounds N`` draws N backgrounds per corpus (random seeds 0..N-1) and reports the
 mean, so that a difference smaller than the sample's own spread shows as such. ``--set``
 takes ``TOPIC_*`` settings the models read (``TOPIC_MODEL``, ``TOPIC_THRESHOLD``,
-``TOPIC_TITLE_WEIGHT``, ``TOPIC_BODY_WEIGHT``, ``TOPIC_BACKGROUND_PAGES``).
+``TOPIC_TITLE_WEIGHT``, ``TOPIC_BODY_WEIGHT``, ``TOPIC_BLOCK_WEIGHT``, ``TOPIC_BACKGROUND_PAGES``).
 """
 
 from __future__ import annotations
@@ -113,6 +113,7 @@ class Replay:
             background=[docs[path] for path in background if path not in samples],
             templates=templates,  # type: ignore[arg-type]
             title_weight=self.setting("TOPIC_TITLE_WEIGHT"), body_weight=self.setting("TOPIC_BODY_WEIGHT"),
+            block_weight=self.setting("TOPIC_BLOCK_WEIGHT"),
         )
         topic = build_topic(spec, self.segmenter, int(self.setting("TOPIC_MAX_CHARS")))
         if "TOPIC_THRESHOLD" in self.settings:

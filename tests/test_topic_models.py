@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -19,6 +20,8 @@ from topicspider.storage.labels import read_labels_file
 from topicspider.topic import centroid
 from topicspider.topic.lexicon import Lexicon, train_lexicon, without_negative_terms
 from topicspider.topic.score import (
+    BLOCK_TERM,
+    BLOCK_TERM_MAX_CHARS,
     CentroidTopic,
     Doc,
     LexiconTopic,
@@ -27,6 +30,7 @@ from topicspider.topic.score import (
     count_page_terms,
     doc_without_template,
     read_doc,
+    short_blocks,
 )
 from topicspider.topic.segment import Segmenter
 from topicspider.topic.template import SiteTemplates, learn_templates
@@ -204,6 +208,63 @@ def test_a_doc_from_counts_made_before_the_template_was_known_is_the_doc_of_its_
     assert count_page_terms(segmenter, title, blocks, text // 2 - 1) is None
 
 
+def test_short_blocks_are_the_short_blocks_within_max_chars_lower_cased():
+    paragraph = "x" * (BLOCK_TERM_MAX_CHARS + 1)
+    blocks = ["第 7 章 Painting with GIMP", paragraph, "y" * BLOCK_TERM_MAX_CHARS, "Python HOWTOs »", "late"]
+    assert short_blocks(blocks, 10_000) == {"第 7 章 painting with gimp", "y" * BLOCK_TERM_MAX_CHARS,
+                                            "python howtos »", "late"}
+    # Blocks that start past max_chars are not read, as the body's words are not.
+    within = len(blocks[0]) + 1 + len(paragraph) + 1
+    assert short_blocks(blocks, within) == {"第 7 章 painting with gimp"}
+    assert short_blocks(blocks, within + 1) == {"第 7 章 painting with gimp", "y" * BLOCK_TERM_MAX_CHARS}
+
+
+def test_block_terms_are_apart_from_words(segmenter):
+    doc = read_doc(segmenter, "Painting", [f"{BLOCK_TERM} 第 7 章 Painting", "画笔 工具"], 1000)
+    assert not any(BLOCK_TERM in term for term in doc.body), "the segmenter never makes a block term"
+    assert doc.weighted(4.0, 1.0) == {term: count for term, count in doc.weighted(4.0, 1.0, 10.0).items()
+                                      if not term.startswith(BLOCK_TERM)}
+    assert doc.weighted(4.0, 1.0, 10.0)[BLOCK_TERM + "画笔 工具"] == 10.0
+
+
+SHARED_WORDS = ("图层 画笔 选区 颜色 路径 滤镜 通道 蒙版 工具 图像 像素 尺寸 打印 文件 格式 "
+                "菜单 对话框 选项 快捷键 窗口 预览 撤销 历史 插件 脚本").split()
+
+
+def section_pages(marker: str, count: int, rng: random.Random) -> list[tuple[str, list[str]]]:
+    """Pages of one section of a site: words drawn from the vocabulary every section
+    shares, and the section's marker above each page."""
+    return [(" ".join(rng.sample(SHARED_WORDS, 2)), [marker, " ".join(rng.choices(SHARED_WORDS, k=40))])
+            for _ in range(count)]
+
+
+def test_a_section_marker_tells_sibling_sections_apart_when_their_words_do_not(segmenter):
+    """Sibling sections of a help site (GIMP's chapters, Python's HOWTOs and library
+    reference) share their words; the heading their pages repeat is theirs alone."""
+    rng = random.Random(7)
+    topic_pages = section_pages("第 7 章 用 GIMP 绘画", 16, rng)
+    other_pages = section_pages("第 8 章 组合图像", 8, rng) + section_pages("第 9 章 增强照片", 8, rng)
+
+    def docs(pages: list[tuple[str, list[str]]]) -> list[Doc]:
+        return [read_doc(segmenter, title, blocks, 10_000) for title, blocks in pages]
+
+    samples, held_out = docs(topic_pages[:8]), docs(topic_pages[8:])
+    background, others = docs(topic_pages[8:12] + other_pages[:8]), docs(other_pages[8:])
+
+    def margin(block_weight: float) -> float:
+        """How far the lowest held-out page of the topic's section scores above the
+        highest page of the others."""
+        topic = CentroidTopic(TopicSpec("centroid", samples=samples, background=background,
+                                        block_weight=block_weight), segmenter)
+        return (min(topic.relevance_of_doc(doc).score for doc in held_out)
+                - max(topic.relevance_of_doc(doc).score for doc in others))
+
+    # Over twelve draws of such a site, the margin was 0.20 to 0.31 with block terms and
+    # -0.30 to 0.002 without.
+    assert margin(0.0) < 0, "without block terms, words alone do not tell the sections apart"
+    assert margin(10.0) > 0.1, "with them, every page of the section outranks every other"
+
+
 def test_a_broad_topic_gets_a_lower_threshold_than_a_tight_one(segmenter):
     background = sectioned(WORDS, "文字处理") + sectioned(SLIDES, "演示文稿")
     tight = CentroidTopic(TopicSpec("centroid", samples=sectioned(["单元格 公式 函数"] * 3 + ["单元格 公式 图表"], "电子表格"),
@@ -255,11 +316,32 @@ def test_topic_files_keep_what_a_topic_is_learnt_from(segmenter, tmp_path):
     assert saved["kind"] == "centroid" and saved["terms"][0][0] == topic.top_terms(1)[0][0]
 
 
+def test_topic_files_keep_short_blocks_and_read_version_1(segmenter, tmp_path):
+    samples = [read_doc(segmenter, f"电子表格 {text.split()[0]}", ["电子表格 » 函数", text], 1000) for text in SPREADSHEET]
+    spec = TopicSpec("centroid", samples=samples, background=sectioned(WORDS, "文字处理"), block_weight=10.0)
+    topic = build_topic(spec, segmenter)
+    assert BLOCK_TERM + "电子表格 » 函数" in topic.weights()
+    path = tmp_path / "topic.json"
+    path.write_text(encode_topic(spec, topic, "rjieba"), "utf-8")
+    read = read_topic_file(path).spec
+    assert read.block_weight == 10.0 and read.samples == samples
+    assert build_topic(read, segmenter).weights() == pytest.approx(topic.weights())
+    # A version-1 file (before block terms): its pages have no short blocks, its weight is 0.
+    saved = json.loads(path.read_text("utf-8"))
+    del saved["block_weight"]
+    for entry in saved["samples"] + saved["background"]:
+        del entry["blocks"]
+    path.write_text(json.dumps({**saved, "version": 1}), "utf-8")
+    old = read_topic_file(path).spec
+    assert old.block_weight == 0.0 and all(not doc.blocks for doc in old.samples)
+    assert not any(term.startswith(BLOCK_TERM) for term in build_topic(old, segmenter).weights())
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         ({"kind": "svm"}, "unknown kind 'svm' (known: centroid, lexicon)"),
-        ({"version": 7}, "has version 7; this topicspider reads version 1"),
+        ({"version": 7}, "has version 7; this topicspider reads versions 1, 2"),
         ({"format": "other"}, "is JSON but not a topicspider topic"),
         ({"samples": []}, "holds no samples"),
         ({"title_weight": "heavy"}, "is not a topicspider topic: ValueError"),

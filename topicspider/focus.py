@@ -431,6 +431,7 @@ class TopicBuilder:
         self.max_chars = get_int(settings, "TOPIC_MAX_CHARS")
         self.title_weight = get_float(settings, "TOPIC_TITLE_WEIGHT")
         self.body_weight = get_float(settings, "TOPIC_BODY_WEIGHT")
+        self.block_weight = get_float(settings, "TOPIC_BLOCK_WEIGHT")
         self.target_recall = get_float(settings, "TOPIC_TARGET_RECALL")
         self.background_pages = get_int(settings, "TOPIC_BACKGROUND_PAGES")
         self.boilerplate_share = get_float(settings, "TOPIC_BOILERPLATE_SHARE")
@@ -505,7 +506,8 @@ class TopicBuilder:
             return [doc_of(page) for page in pages]
 
         def labelled_docs(relevant: bool) -> list[Doc]:
-            # Stored pages keep their text, not its blocks: the template comes out of it as text.
+            # Stored pages keep their text, not its blocks: the template comes out of it as
+            # text, and they bring no short blocks (a centroid's block terms) of their own.
             return [read_doc(segmenter, page.title, [templates.text_content(site_of(page.url), page.text)], self.max_chars)
                     for page in labelled if page.relevant is relevant]
 
@@ -522,8 +524,8 @@ class TopicBuilder:
             raise ConfigError("nothing to learn the topic from: no sample, and no page labelled relevant")
         return TopicSpec(self.model, samples=[*sample_docs, *labelled_yes], sources=sources,
                          negatives=[*negative_docs, *labelled_no], background=background_docs, templates=templates,
-                         title_weight=self.title_weight, body_weight=self.body_weight, top_k=self.top_k,
-                         target_recall=self.target_recall)
+                         title_weight=self.title_weight, body_weight=self.body_weight,
+                         block_weight=self.block_weight, top_k=self.top_k, target_recall=self.target_recall)
 
     async def _pages(self, sources: list[str], what: str) -> list[SampledPage]:
         results = await maybe_deferred_to_future(

@@ -5,7 +5,10 @@ template (:mod:`topicspider.topic.template`). Two kinds of topic score it:
 
 * ``centroid`` (:mod:`topicspider.topic.centroid`), learnt from sample pages against a
   background: the cosine of the page's TF-IDF vector and the topic's direction, from
-  -1 to 1, a title term counting ``title_weight`` times a body one.
+  -1 to 1, a title term counting ``title_weight`` times a body one. Each short block
+  of the page (a heading, a breadcrumb, a chapter's name: :func:`short_blocks`) is a
+  term of its own too, counting ``block_weight``: sibling sections of a site share
+  their words but not the markers their pages repeat.
 * ``lexicon``, the seed documents' model: a weighted term list, given as keywords or
   trained from samples with the seeds' formula (:mod:`topicspider.topic.lexicon`). The
   title's and the body's counts of the topic's terms are compared with the weights by
@@ -37,6 +40,11 @@ KINDS = ("centroid", "lexicon")
 # reaches it, and so does a body whose topic-term profile is close to the topic's.
 KEYWORD_THRESHOLD = 0.6
 EXPLAIN_TERMS = 5
+# A short block is a term of a centroid topic of its own, written as this mark and the
+# block's lower-cased text (a segmenter's terms never hold it).
+BLOCK_TERM = "\u00b6"
+# Longer blocks are paragraphs: their words count, not their text.
+BLOCK_TERM_MAX_CHARS = 80
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,15 +59,22 @@ class Relevance:
 
 @dataclass(frozen=True)
 class Doc:
-    """A page's term counts, title and body apart."""
+    """A page's term counts, title and body apart, and its short blocks (:func:`short_blocks`)."""
 
     title: Mapping[str, float]
     body: Mapping[str, float]
+    blocks: frozenset[str] = frozenset()
 
-    def weighted(self, title_weight: float, body_weight: float) -> dict[str, float]:
+    def weighted(self, title_weight: float, body_weight: float, block_weight: float = 0.0) -> dict[str, float]:
+        """Each term's count, a title term counting ``title_weight`` and a body one
+        ``body_weight``; with a ``block_weight``, each short block is a term of its own
+        (:data:`BLOCK_TERM`), counted that many times."""
         counts: dict[str, float] = {term: body_weight * count for term, count in self.body.items()}
         for term, count in self.title.items():
             counts[term] = counts.get(term, 0.0) + title_weight * count
+        if block_weight:
+            for block in self.blocks:
+                counts[BLOCK_TERM + block] = block_weight
         return counts
 
     def merged(self) -> Counter[str]:
@@ -71,9 +86,28 @@ def body_text(blocks: Sequence[str], max_chars: int) -> str:
     return " ".join(blocks)[:max_chars]
 
 
+def short_blocks(blocks: Sequence[str], max_chars: int) -> frozenset[str]:
+    """The blocks of at most :data:`BLOCK_TERM_MAX_CHARS` among the first ``max_chars``
+    characters of ``blocks``, lower-cased: a page's headings, breadcrumbs and menu
+    entries. Those a section repeats on its pages and the rest of the site does not
+    (a chapter's name above each of its pages, a breadcrumb) say which section a page
+    belongs to when its words do not."""
+    found = set()
+    read = 0
+    for block in blocks:
+        if read >= max_chars:
+            break
+        read += len(block) + 1
+        if len(block) <= BLOCK_TERM_MAX_CHARS:
+            found.add(block.lower())
+    return frozenset(found)
+
+
 def read_doc(segmenter: Segmenter, title: str, blocks: Sequence[str], max_chars: int) -> Doc:
-    """The term counts of the first ``max_chars`` of a page's title and of its blocks."""
-    return Doc(segmenter.term_counts(title[:max_chars]), segmenter.term_counts(body_text(blocks, max_chars)))
+    """The term counts of the first ``max_chars`` of a page's title and of its blocks,
+    and its short blocks."""
+    return Doc(segmenter.term_counts(title[:max_chars]), segmenter.term_counts(body_text(blocks, max_chars)),
+               short_blocks(blocks, max_chars))
 
 
 # A page is counted whole while sampled when its text is at most this many times
@@ -115,7 +149,7 @@ def doc_without_template(segmenter: Segmenter, terms: PageTerms, content: Sequen
         if counts is None:
             counts = block_terms[block] = segmenter.term_counts(block)
         body.subtract(counts)
-    return Doc(terms.title, +body)
+    return Doc(terms.title, +body, short_blocks(content, max_chars))
 
 
 @dataclass
@@ -131,6 +165,7 @@ class TopicSpec:
     templates: SiteTemplates = field(default_factory=SiteTemplates)
     title_weight: float = 4.0
     body_weight: float = 1.0
+    block_weight: float = 0.0  # a centroid topic's short blocks as terms (TOPIC_BLOCK_WEIGHT); 0: none
     top_k: int = 100
     target_recall: float = 0.9
 
@@ -244,7 +279,8 @@ class CentroidTopic(Topic):
         super().__init__(segmenter, spec.templates, spec.title_weight, spec.body_weight, max_chars, explain_terms)
         if not spec.samples:
             raise ValueError("a centroid topic needs samples")
-        weighted = [[doc.weighted(self.title_weight, self.body_weight) for doc in docs]
+        self.block_weight = spec.block_weight
+        weighted = [[doc.weighted(self.title_weight, self.body_weight, self.block_weight) for doc in docs]
                     for docs in (spec.samples, spec.background, spec.negatives)]
         self.idf, self.unseen_idf = centroid.inverse_document_frequencies([counts for docs in weighted for counts in docs])
         positives, unlabelled, negatives = ([self._vector(counts) for counts in docs] for docs in weighted)
@@ -303,7 +339,7 @@ class CentroidTopic(Topic):
         idf, unseen, direction, log = self.idf, self.unseen_idf, self.direction, math.log
         dot = squares = 0.0
         products: dict[str, float] = {}
-        for term, count in doc.weighted(self.title_weight, self.body_weight).items():
+        for term, count in doc.weighted(self.title_weight, self.body_weight, self.block_weight).items():
             value = (1 + log(count) if count >= 1 else count) * idf.get(term, unseen)
             squares += value * value
             weight = direction.get(term)

@@ -6,7 +6,8 @@ topic saved by ``scrapy topic-train -o``.
 * A saved topic is JSON: its format name and version, its kind (``centroid`` or
   ``lexicon``), the segmenter it was cut with, its weights, and what it was learnt
   from: each sample's and negative's term counts, the background pages' counts and the
-  sites' templates. A topic is trained again from these when it is read, so a saved
+  sites' templates, and (version 2) each page's short blocks and their weight. A
+  version-1 file reads as a topic without block terms. A topic is trained again from these when it is read, so a saved
   topic can be retrained with more labelled pages (``scrapy topic-train -a labels=``).
   ``threshold`` and ``terms`` are there for people to read.
 """
@@ -26,7 +27,9 @@ from topicspider.topic.score import KINDS, Doc, Topic, TopicSpec
 from topicspider.topic.template import SiteTemplates
 
 FORMAT = "topicspider-topic"
-VERSION = 1
+VERSION = 2
+# Older versions this topicspider still reads.
+READABLE_VERSIONS = (1, 2)
 SHOWN_TERMS = 30
 
 
@@ -54,9 +57,9 @@ def read_topic_file(path: Path) -> TopicFile:
 def _decode(data: Any, path: str) -> TopicFile:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ConfigError(f"topic file {path!r} is JSON but not a topicspider topic (no \"format\": \"{FORMAT}\")")
-    if data.get("version") != VERSION:
+    if data.get("version") not in READABLE_VERSIONS:
         raise ConfigError(f"topic file {path!r} has version {data.get('version')!r}; this topicspider reads "
-                          f"version {VERSION}")
+                          f"versions {', '.join(map(str, READABLE_VERSIONS))}")
     kind = data.get("kind")
     if kind not in KINDS:
         raise ConfigError(f"topic file {path!r} is of an unknown kind {kind!r} (known: {', '.join(KINDS)})")
@@ -73,6 +76,7 @@ def _decode(data: Any, path: str) -> TopicFile:
                                  for site, blocks in data.get("templates", {}).items()}),
         title_weight=float(data["title_weight"]),
         body_weight=float(data["body_weight"]),
+        block_weight=float(data.get("block_weight", 0.0)),
         top_k=int(data["top_k"]),
         target_recall=float(data["target_recall"]),
     )
@@ -80,7 +84,7 @@ def _decode(data: Any, path: str) -> TopicFile:
 
 
 def _doc(entry: Mapping[str, Any]) -> Doc:
-    return Doc(_counts(entry["title"]), _counts(entry["body"]))
+    return Doc(_counts(entry["title"]), _counts(entry["body"]), frozenset(str(block) for block in entry.get("blocks", ())))
 
 
 def _counts(counts: Mapping[str, Any]) -> dict[str, float]:
@@ -93,7 +97,7 @@ def encode_topic(spec: TopicSpec, topic: Topic, segmenter: str) -> str:
         raise ValueError("a keyword topic is saved as a keyword file")
 
     def docs(entries: Sequence[Doc], sources: Sequence[str] = ()) -> list[dict[str, Any]]:
-        encoded = [{"title": dict(doc.title), "body": dict(doc.body)} for doc in entries]
+        encoded = [{"title": dict(doc.title), "body": dict(doc.body), "blocks": sorted(doc.blocks)} for doc in entries]
         for entry, source in zip(encoded, sources, strict=False):
             entry["source"] = source
         return encoded
@@ -108,6 +112,7 @@ def encode_topic(spec: TopicSpec, topic: Topic, segmenter: str) -> str:
         "terms": [[term, round(weight, 6)] for term, weight in topic.top_terms(SHOWN_TERMS)],
         "title_weight": spec.title_weight,
         "body_weight": spec.body_weight,
+        "block_weight": spec.block_weight,
         "top_k": spec.top_k,
         "target_recall": spec.target_recall,
         "samples": docs(spec.samples, spec.sources),
