@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_project
+from topicspider import settings as defaults
 from topicspider.focus import parse_topic_arguments
 from topicspider.localsite import page_html
 
@@ -153,8 +154,8 @@ def test_topic_train_command_writes_a_topic_file_the_crawl_reuses(mixed_site, se
         "topicspider-topic", 2, "centroid", "rjieba")
     assert [sample["source"] for sample in saved["samples"]] == [f"{site.url}/on.html", f"{site.url}/on-child.html"]
     assert {"电子表格", "公式", "单元格"} <= {term for term, _ in saved["terms"][:6]}
-    # Each page's short blocks (its <h1> here) are terms of the topic too (TOPIC_BLOCK_WEIGHT).
-    assert saved["block_weight"] == 10.0 and all(sample["blocks"] for sample in saved["samples"])
+    # Each page's short blocks (its <h1> here) are kept, for terms of the topic (TOPIC_BLOCK_WEIGHT).
+    assert saved["block_weight"] == defaults.TOPIC_BLOCK_WEIGHT and all(sample["blocks"] for sample in saved["samples"])
     # Without seeds, the background is sampled from the samples' site, from its home page on.
     assert len(saved["background"]) == 3 and "/" in site.paths()
     assert not (tmp_path / "topicspider.db").exists()

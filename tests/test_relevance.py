@@ -232,7 +232,7 @@ def train_topic(site: Any, workdir: Path, output: Path, *extra: str) -> Any:
     [
         ({"segmenter": "jieba"}, "was trained with the jieba segmenter, and TOPIC_SEGMENTER is rjieba"),
         ({"kind": "forest"}, "is of an unknown kind 'forest'"),
-        ({"version": 2}, "has version 2; this topicspider reads version 1"),
+        ({"version": 3}, "has version 3; this topicspider reads versions 1, 2"),
     ],
 )
 def test_saved_topics_of_another_kind_version_or_segmenter_are_refused(office_site, serve, crawl, tmp_path, change,

@@ -164,7 +164,9 @@ TOPIC_BOILERPLATE_SHARE = 0.8  # a block on this share of a site's sampled pages
 TOPIC_EXPLAIN_TERMS = 5  # terms that weighed most, in the fetch log and the database
 TOPIC_TITLE_WEIGHT = 4.0
 TOPIC_BODY_WEIGHT = 1.0
-TOPIC_BLOCK_WEIGHT = 10.0  # centroid topics: a short block (heading, breadcrumb) counts as a term this many times
+# Centroid topics: a short block (a heading, a breadcrumb) found on two or more of the
+# pages a topic is learnt from is a term of its own, counted this many times.
+TOPIC_BLOCK_WEIGHT = 20.0
 TOPIC_TOP_K = 100
 TOPIC_MAX_CHARS = 10_000
 # jieba in Rust: the same cuts as jieba, 9x faster in scoring (see docs/benchmarks.md, "Scoring cost").

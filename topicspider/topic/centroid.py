@@ -180,24 +180,36 @@ def student_t_quantile(probability: float, freedom: int) -> float:
             + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * n**3))
 
 
-def likely_negatives(positives: Sequence[Vector], unlabelled: Sequence[Vector], known: Sequence[Vector],
-                     threshold: float) -> list[Vector]:
-    """The ``unlabelled`` vectors that score below ``threshold`` under the direction learnt
-    from ``positives`` against every other background vector (``unlabelled`` and the
-    ``known`` negatives): each is left out of the background it is scored against."""
-    everything = [*unlabelled, *known]
+def left_out_scores(positives: Sequence[Vector], vectors: Sequence[Vector], known: Sequence[Vector] = ()) -> list[float]:
+    """Each of ``vectors``' score under the direction learnt from ``positives`` against
+    every other background vector (the other ``vectors`` and the ``known`` ones): each is
+    left out of the background it is scored against, as a page of the crawl is. Scored
+    with itself in the background, a page scores lower than a page of the crawl like it.
+    A vector with no terms scores 0, as it does under any direction."""
+    everything = [*vectors, *known]
     others = len(everything) - 1
     if others < 1:
-        return list(unlabelled)
+        return [0.0] * len(vectors)
     # Without vector v (of length 1), the direction is base + v / others, where base is
     # the positives' mean minus the sum of the background over ``others``: its dot
     # product with v and its length follow from base's, with no pass over the vocabulary.
     base = direction(positives, {term: value * (others + 1) / others for term, value in mean_vector(everything).items()})
     base_squared = sum(value * value for value in base.values())
-    kept = []
-    for vector in unlabelled:
+    scores = []
+    for vector in vectors:
         along = dot(base, vector)
         length = math.sqrt(max(base_squared + 2 * along / others + 1 / others**2, 0.0))
-        if not length or (along + 1 / others) / length < threshold:
-            kept.append(vector)
-    return kept
+        scores.append((along + 1 / others) / length if vector and length else 0.0)
+    return scores
+
+
+def split_background(positives: Sequence[Vector], unlabelled: Sequence[Vector], known: Sequence[Vector],
+                     threshold: float) -> tuple[list[Vector], list[Vector]]:
+    """The ``unlabelled`` vectors that score below ``threshold`` (:func:`left_out_scores`,
+    against ``unlabelled`` and the ``known`` negatives): the likely negatives; and those
+    that reach it, likely on the topic."""
+    negatives: list[Vector] = []
+    likely_positive: list[Vector] = []
+    for vector, score in zip(unlabelled, left_out_scores(positives, unlabelled, known), strict=True):
+        (negatives if score < threshold else likely_positive).append(vector)
+    return negatives, likely_positive

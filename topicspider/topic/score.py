@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from topicspider.topic import centroid
@@ -65,16 +65,18 @@ class Doc:
     body: Mapping[str, float]
     blocks: frozenset[str] = frozenset()
 
-    def weighted(self, title_weight: float, body_weight: float, block_weight: float = 0.0) -> dict[str, float]:
+    def weighted(self, title_weight: float, body_weight: float, block_weight: float = 0.0,
+                 known_blocks: Container[str] = ()) -> dict[str, float]:
         """Each term's count, a title term counting ``title_weight`` and a body one
-        ``body_weight``; with a ``block_weight``, each short block is a term of its own
-        (:data:`BLOCK_TERM`), counted that many times."""
+        ``body_weight``; with a ``block_weight``, each short block among ``known_blocks``
+        is a term of its own (:data:`BLOCK_TERM`), counted that many times."""
         counts: dict[str, float] = {term: body_weight * count for term, count in self.body.items()}
         for term, count in self.title.items():
             counts[term] = counts.get(term, 0.0) + title_weight * count
         if block_weight:
             for block in self.blocks:
-                counts[BLOCK_TERM + block] = block_weight
+                if block in known_blocks:
+                    counts[BLOCK_TERM + block] = block_weight
         return counts
 
     def merged(self) -> Counter[str]:
@@ -280,28 +282,30 @@ class CentroidTopic(Topic):
         if not spec.samples:
             raise ValueError("a centroid topic needs samples")
         self.block_weight = spec.block_weight
-        weighted = [[doc.weighted(self.title_weight, self.body_weight, self.block_weight) for doc in docs]
-                    for docs in (spec.samples, spec.background, spec.negatives)]
+        self.shared_blocks = shared_blocks([*spec.samples, *spec.background, *spec.negatives])
+        weighted = [[self._weighted(doc) for doc in docs] for docs in (spec.samples, spec.background, spec.negatives)]
         self.idf, self.unseen_idf = centroid.inverse_document_frequencies([counts for docs in weighted for counts in docs])
         positives, unlabelled, negatives = ([self._vector(counts) for counts in docs] for docs in weighted)
         self.background_kept = 0  # background pages kept as likely negatives
         self._learn(positives, [*unlabelled, *negatives], spec.target_recall)
         if unlabelled:
-            kept = centroid.likely_negatives(positives, unlabelled, negatives, self.threshold)
+            kept, likely_positive = centroid.split_background(positives, unlabelled, negatives, self.threshold)
             self.background_kept = len(kept)
             self._learn(positives, [*kept, *negatives], spec.target_recall)
-            threshold = self._f1_threshold(positives, unlabelled, negatives)
+            threshold = self._f1_threshold(positives, kept, likely_positive, negatives)
             if threshold is not None:
                 self.threshold = threshold
 
-    def _f1_threshold(self, positives: list[centroid.Vector], unlabelled: list[centroid.Vector],
-                      negatives: list[centroid.Vector]) -> float | None:
+    def _f1_threshold(self, positives: list[centroid.Vector], kept: list[centroid.Vector],
+                      likely_positive: list[centroid.Vector], negatives: list[centroid.Vector]) -> float | None:
         """:func:`centroid.f1_threshold`: the unlabelled background stands for the crawl's
-        pages, and the share of it the first step took out for the topic's share. Each
-        sample is held out in turn and scored against the whole background, as in the
-        first step: against the background that step kept, the held-out scores come out
-        higher than those of the crawl's pages on the topic, and the threshold too high
-        (measured: see docs/topic.md, "Evaluation on real sites").
+        pages, and the share of it the first step took out (``likely_positive``) for the
+        topic's share. The background pages the direction was learnt against (``kept``)
+        are scored each without itself, as the crawl's pages will be. Each sample is held
+        out in turn and scored against the whole background, as in the first step:
+        against the background that step kept, the held-out scores come out higher than
+        those of the crawl's pages on the topic, and the threshold too high (measured: see
+        docs/topic.md, "Evaluation on real sites").
 
         None, for the first step's threshold to stay, with fewer than
         :data:`centroid.MIN_F1_SAMPLES` samples or held-out scores that do not spread:
@@ -309,12 +313,13 @@ class CentroidTopic(Topic):
         to score as they do."""
         if len(positives) < centroid.MIN_F1_SAMPLES:
             return None
-        held_out = centroid.held_out_scores(positives, centroid.mean_vector([*unlabelled, *negatives]),
+        held_out = centroid.held_out_scores(positives, centroid.mean_vector([*kept, *likely_positive, *negatives]),
                                             folds=len(positives))
         if len(set(held_out)) == 1:
             return None
-        scores = [centroid.cosine(self.direction, self.direction_norm, vector) for vector in unlabelled]
-        return centroid.f1_threshold(held_out, scores, 1 - self.background_kept / len(unlabelled))
+        scores = [*centroid.left_out_scores(positives, kept, negatives),
+                  *(centroid.cosine(self.direction, self.direction_norm, vector) for vector in likely_positive)]
+        return centroid.f1_threshold(held_out, scores, len(likely_positive) / len(scores))
 
     def _learn(self, positives: list[centroid.Vector], background: list[centroid.Vector], target_recall: float) -> None:
         mean = centroid.mean_vector(background)
@@ -339,7 +344,7 @@ class CentroidTopic(Topic):
         idf, unseen, direction, log = self.idf, self.unseen_idf, self.direction, math.log
         dot = squares = 0.0
         products: dict[str, float] = {}
-        for term, count in doc.weighted(self.title_weight, self.body_weight, self.block_weight).items():
+        for term, count in self._weighted(doc).items():
             value = (1 + log(count) if count >= 1 else count) * idf.get(term, unseen)
             squares += value * value
             weight = direction.get(term)
@@ -363,6 +368,18 @@ class CentroidTopic(Topic):
 
     def _vector(self, counts: Mapping[str, float]) -> centroid.Vector:
         return centroid.unit_vector(counts, self.idf, self.unseen_idf)
+
+    def _weighted(self, doc: Doc) -> dict[str, float]:
+        return doc.weighted(self.title_weight, self.body_weight, self.block_weight, self.shared_blocks)
+
+
+def shared_blocks(docs: Sequence[Doc]) -> frozenset[str]:
+    """The short blocks found on at least two of ``docs``. A block of one page alone (a
+    sentence, a caption) says nothing of any other page, yet as a term it would weigh in
+    the length of its page's vector, and shrink the score of a page of many short
+    paragraphs."""
+    counts = Counter(block for doc in docs for block in doc.blocks)
+    return frozenset(block for block, count in counts.items() if count >= 2)
 
 
 def trained_lexicon(samples: Sequence[Doc], negatives: Sequence[Doc], top_k: int) -> Lexicon:
