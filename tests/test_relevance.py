@@ -280,6 +280,9 @@ def test_labels_retrain_a_saved_topic(office_site, serve, crawl, tmp_path):
     assert len(after["negatives"]) == len(before["negatives"]) + 1
     assert after["background"] == before["background"]
     assert [entry["source"] for entry in after["samples"][-2:]] == [f"{site.url}/calc/3.html", f"{site.url}/calc/9.html"]
+    # Stored as text, labelled pages bring words, and no short blocks (crawled pages' blocks do).
+    assert [entry["blocks"] for entry in after["samples"][-2:] + after["negatives"][-1:]] == [[], [], []]
+    assert all(entry["blocks"] for entry in before["samples"])
 
     labels = tmp_path / "labels.txt"
     labels.write_text(f"{site.url}/calc/3.html relevant\n{site.url}/nowhere.html irrelevant\n", "utf-8")

@@ -7,6 +7,7 @@ import json
 import math
 import random
 import statistics
+from dataclasses import replace
 from collections import Counter
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from topicspider.topic.score import (
     count_page_terms,
     doc_without_template,
     read_doc,
+    read_text_doc,
     short_blocks,
 )
 from topicspider.topic.segment import Segmenter
@@ -97,6 +99,10 @@ def test_left_out_scores_score_each_vector_against_a_background_without_it():
     # A page with no terms scores 0, as it does against any direction (it once scored as
     # though it held one, and above a small threshold counted as on the topic).
     assert centroid.left_out_scores(positives, vectors, known)[3] == 0.0
+    # Alone, a vector is scored against an empty background: by the samples' mean.
+    alone = centroid.mean_vector(positives)
+    assert centroid.left_out_scores(positives, vectors[:1]) == pytest.approx(
+        [centroid.cosine(alone, centroid.norm(alone), vectors[0])])
     assert centroid.split_background(positives, vectors, known, 0.01)[0][-1] == {}
 
 
@@ -263,6 +269,16 @@ def test_short_blocks_are_the_short_blocks_within_max_chars_lower_cased():
     within = len(blocks[0]) + 1 + len(paragraph) + 1
     assert short_blocks(blocks, within) == {"第 7 章 painting with gimp"}
     assert short_blocks(blocks, within + 1) == {"第 7 章 painting with gimp", "y" * BLOCK_TERM_MAX_CHARS}
+    assert short_blocks([" ", "", "Menu"], 100) == {"menu"}, "no blank block"
+
+
+def test_a_page_known_only_as_text_has_no_short_blocks(segmenter):
+    """Pages labelled in the console come back from the database as text: one block of
+    80 characters or fewer once made a block term that no crawled page could hold."""
+    text = "单元格公式的用法"
+    as_blocks = read_doc(segmenter, "电子表格", [text], 1000)
+    assert as_blocks.blocks == {text}
+    assert read_text_doc(segmenter, "电子表格", text, 1000) == replace(as_blocks, blocks=frozenset())
 
 
 def test_block_terms_are_apart_from_words(segmenter):
@@ -403,7 +419,12 @@ def test_topic_files_keep_short_blocks_and_read_version_1(segmenter, tmp_path):
     path.write_text(json.dumps({**saved, "version": 1}), "utf-8")
     old = read_topic_file(path).spec
     assert old.block_weight == 0.0 and all(not doc.blocks for doc in old.samples)
-    assert not any(term.startswith(BLOCK_TERM) for term in build_topic(old, segmenter).weights())
+    assert not any(term.startswith(BLOCK_TERM) for term in build_topic(replace(old, block_weight=20.0), segmenter).weights())
+    # Blocks that are not a list are refused, not read as characters.
+    saved["samples"][0]["blocks"] = "电子表格 » 函数"
+    path.write_text(json.dumps(saved), "utf-8")
+    with pytest.raises(ConfigError, match="a page's blocks are a list, not str"):
+        read_topic_file(path)
 
 
 @pytest.mark.parametrize(

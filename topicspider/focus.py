@@ -20,8 +20,8 @@ download. Samples, negatives and the background are downloaded through the crawl
 downloader middlewares: robots.txt, the user agent and the per-host delay apply to them
 as to any page. Settings: ``TOPIC_MODEL``, ``TOPIC_SEGMENTER``, ``TOPIC_USER_DICT``,
 ``TOPIC_TOP_K``, ``TOPIC_MAX_CHARS``, ``TOPIC_TITLE_WEIGHT``, ``TOPIC_BODY_WEIGHT``,
-``TOPIC_TARGET_RECALL``, ``TOPIC_BACKGROUND_PAGES``, ``TOPIC_BOILERPLATE_SHARE``,
-``TOPIC_EXPLAIN_TERMS``. Stats: ``topic/background_pages``, ``topic/background_failed``,
+``TOPIC_BLOCK_WEIGHT``, ``TOPIC_TARGET_RECALL``, ``TOPIC_BACKGROUND_PAGES``,
+``TOPIC_BOILERPLATE_SHARE``, ``TOPIC_EXPLAIN_TERMS``. Stats: ``topic/background_pages``, ``topic/background_failed``,
 ``topic/background_seconds``, ``topic/template_blocks``, ``topic/train_seconds``.
 """
 
@@ -67,6 +67,7 @@ from topicspider.topic.score import (
     build_topic,
     doc_without_template,
     read_doc,
+    read_text_doc,
 )
 from topicspider.topic.segment import Segmenter, check_segmenter_name, read_user_dict
 from topicspider.topic.template import learn_templates
@@ -508,7 +509,8 @@ class TopicBuilder:
         def labelled_docs(relevant: bool) -> list[Doc]:
             # Stored pages keep their text, not its blocks: the template comes out of it as
             # text, and they bring no short blocks (a centroid's block terms) of their own.
-            return [read_doc(segmenter, page.title, [templates.text_content(site_of(page.url), page.text)], self.max_chars)
+            return [read_text_doc(segmenter, page.title, templates.text_content(site_of(page.url), page.text),
+                                  self.max_chars)
                     for page in labelled if page.relevant is relevant]
 
         sample_docs, negative_docs, background_docs, labelled_yes, labelled_no = await to_thread(lambda: (

@@ -12,13 +12,15 @@ calibrated by cross-validation.
 * Two steps, as in positive-unlabelled learning (Liu et al., 2002): the background is
   unlabelled and holds pages on the topic too, so the background pages that score above
   the first threshold (each scored by the direction learnt without it) are taken out of
-  it, and the direction and threshold are learnt again from what is left.
+  it, and the direction and threshold are learnt again from what is left
+  (:func:`split_background`).
 * A page's score: the cosine of its vector and the topic's direction, from -1 to 1.
 * The threshold: the one that maximises the F1 expected over the crawl's pages
   (:func:`f1_threshold`). Each sample is scored by the direction learnt without it (the
   expected recall at a threshold is the share of such held-out scores above it, each
   smoothed by a normal kernel); the share of the crawl's pages above it is the
-  background's; the topic's share of the crawl's pages is the share of the background
+  background's, each background page scored by the direction learnt without it
+  (:func:`left_out_scores`), as a page of the crawl is; the topic's share of the crawl's pages is the share of the background
   the first step took out as likely on the topic. The first step's threshold is the
   score that ``target_recall`` of the held-out samples would reach, their scores taken
   as normally distributed (:func:`recall_threshold`), and at most halfway between their
@@ -188,8 +190,9 @@ def left_out_scores(positives: Sequence[Vector], vectors: Sequence[Vector], know
     A vector with no terms scores 0, as it does under any direction."""
     everything = [*vectors, *known]
     others = len(everything) - 1
-    if others < 1:
-        return [0.0] * len(vectors)
+    if others < 1:  # the background without it is empty
+        alone = direction(positives, {})
+        return [cosine(alone, norm(alone), vector) for vector in vectors]
     # Without vector v (of length 1), the direction is base + v / others, where base is
     # the positives' mean minus the sum of the background over ``others``: its dot
     # product with v and its length follow from base's, with no pass over the vocabulary.

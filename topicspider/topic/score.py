@@ -89,8 +89,8 @@ def body_text(blocks: Sequence[str], max_chars: int) -> str:
 
 
 def short_blocks(blocks: Sequence[str], max_chars: int) -> frozenset[str]:
-    """The blocks of at most :data:`BLOCK_TERM_MAX_CHARS` among the first ``max_chars``
-    characters of ``blocks``, lower-cased: a page's headings, breadcrumbs and menu
+    """The blocks of at most :data:`BLOCK_TERM_MAX_CHARS` that start within the first
+    ``max_chars`` characters of ``blocks``, lower-cased: a page's headings, breadcrumbs and menu
     entries. Those a section repeats on its pages and the rest of the site does not
     (a chapter's name above each of its pages, a breadcrumb) say which section a page
     belongs to when its words do not."""
@@ -100,9 +100,14 @@ def short_blocks(blocks: Sequence[str], max_chars: int) -> frozenset[str]:
         if read >= max_chars:
             break
         read += len(block) + 1
-        if len(block) <= BLOCK_TERM_MAX_CHARS:
+        if len(block) <= BLOCK_TERM_MAX_CHARS and block.strip():
             found.add(block.lower())
     return frozenset(found)
+
+
+def read_text_doc(segmenter: Segmenter, title: str, text: str, max_chars: int) -> Doc:
+    """The term counts of a page known only as text (a stored page): no short blocks."""
+    return Doc(segmenter.term_counts(title[:max_chars]), segmenter.term_counts(text[:max_chars]))
 
 
 def read_doc(segmenter: Segmenter, title: str, blocks: Sequence[str], max_chars: int) -> Doc:

@@ -84,7 +84,10 @@ def _decode(data: Any, path: str) -> TopicFile:
 
 
 def _doc(entry: Mapping[str, Any]) -> Doc:
-    return Doc(_counts(entry["title"]), _counts(entry["body"]), frozenset(str(block) for block in entry.get("blocks", ())))
+    blocks = entry.get("blocks", [])
+    if not isinstance(blocks, list):
+        raise TypeError(f"a page's blocks are a list, not {type(blocks).__name__}")
+    return Doc(_counts(entry["title"]), _counts(entry["body"]), frozenset(str(block) for block in blocks))
 
 
 def _counts(counts: Mapping[str, Any]) -> dict[str, float]:
