@@ -21,8 +21,9 @@ downloader middlewares: robots.txt, the user agent and the per-host delay apply 
 as to any page. Settings: ``TOPIC_MODEL``, ``TOPIC_SEGMENTER``, ``TOPIC_USER_DICT``,
 ``TOPIC_TOP_K``, ``TOPIC_MAX_CHARS``, ``TOPIC_TITLE_WEIGHT``, ``TOPIC_BODY_WEIGHT``,
 ``TOPIC_BLOCK_WEIGHT``, ``TOPIC_TARGET_RECALL``, ``TOPIC_BACKGROUND_PAGES``,
-``TOPIC_BOILERPLATE_SHARE``, ``TOPIC_EXPLAIN_TERMS``. Stats: ``topic/background_pages``, ``topic/background_failed``,
-``topic/background_seconds``, ``topic/template_blocks``, ``topic/train_seconds``.
+``TOPIC_BOILERPLATE_SHARE``, ``TOPIC_EXPLAIN_TERMS``. Stats: ``topic/background_pages``,
+``topic/background_failed``, ``topic/background_seconds``, ``topic/template_blocks``,
+``topic/train_seconds``.
 """
 
 from __future__ import annotations

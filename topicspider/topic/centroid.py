@@ -20,8 +20,9 @@ calibrated by cross-validation.
   expected recall at a threshold is the share of such held-out scores above it, each
   smoothed by a normal kernel); the share of the crawl's pages above it is the
   background's, each background page scored by the direction learnt without it
-  (:func:`left_out_scores`), as a page of the crawl is; the topic's share of the crawl's pages is the share of the background
-  the first step took out as likely on the topic. The first step's threshold is the
+  (:func:`left_out_scores`), as a page of the crawl is; the topic's share of the
+  crawl's pages is the share of the background the first step took out as likely on
+  the topic. The first step's threshold is the
   score that ``target_recall`` of the held-out samples would reach, their scores taken
   as normally distributed (:func:`recall_threshold`), and at most halfway between their
   mean and the background's mean score (:func:`calibrated_threshold`); it serves as the

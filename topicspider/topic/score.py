@@ -59,7 +59,8 @@ class Relevance:
 
 @dataclass(frozen=True)
 class Doc:
-    """A page's term counts, title and body apart, and its short blocks (:func:`short_blocks`)."""
+    """A page's term counts, title and body apart, and its short blocks
+    (:func:`short_blocks`)."""
 
     title: Mapping[str, float]
     body: Mapping[str, float]
@@ -90,10 +91,10 @@ def body_text(blocks: Sequence[str], max_chars: int) -> str:
 
 def short_blocks(blocks: Sequence[str], max_chars: int) -> frozenset[str]:
     """The blocks of at most :data:`BLOCK_TERM_MAX_CHARS` that start within the first
-    ``max_chars`` characters of ``blocks``, lower-cased: a page's headings, breadcrumbs and menu
-    entries. Those a section repeats on its pages and the rest of the site does not
-    (a chapter's name above each of its pages, a breadcrumb) say which section a page
-    belongs to when its words do not."""
+    ``max_chars`` characters of ``blocks``, lower-cased: a page's headings, breadcrumbs
+    and menu entries. Those a section repeats on its pages and the rest of the site does
+    not (a chapter's name above each of its pages, a breadcrumb) say which section a
+    page belongs to when its words do not."""
     found = set()
     read = 0
     for block in blocks:
