@@ -7,9 +7,10 @@ topic saved by ``scrapy topic-train -o``.
   ``lexicon``), the segmenter it was cut with, its weights, and what it was learnt
   from: each sample's and negative's term counts, the background pages' counts and the
   sites' templates, and (version 2) each page's short blocks and their weight. A
-  version-1 file reads as a topic without block terms. A topic is trained again from these when it is read, so a saved
-  topic can be retrained with more labelled pages (``scrapy topic-train -a labels=``).
-  ``threshold`` and ``terms`` are there for people to read.
+  version-1 file reads as a topic without block terms. A topic is trained again from
+  these when it is read, so a saved topic can be retrained with more labelled pages
+  (``scrapy topic-train -a labels=``). ``threshold`` and ``terms`` are there for people
+  to read.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from topicspider.topic.template import SiteTemplates
 
 FORMAT = "topicspider-topic"
 VERSION = 2
-# Older versions this topicspider still reads.
-READABLE_VERSIONS = (1, 2)
+# Version 1, from before block terms, is still read.
+READABLE_VERSIONS = (1, VERSION)
 SHOWN_TERMS = 30
 
 
