@@ -631,3 +631,37 @@ def mysql_schema_6(mysql_url: str, corpus: list[PageItem]) -> Any:
                                [(term, number, tf) for term, tf in counts.items()])
     connection.commit()
     return connection
+
+
+@pytest.mark.parametrize(("sql_mode", "max_stmt_length"), [("", 1_024_000), ("NO_BACKSLASH_ESCAPES", 300)])
+def test_mysql_a_segment_keeps_any_term_and_every_posting(mysql_url: str, sql_mode: str, max_stmt_length: int) -> None:
+    from topicspider.search.segments import POSTING, SegmentIndex
+    from topicspider.storage.mysql import open_connection
+
+    # Quotes, backslashes and control characters are escaped in either sql_mode; a
+    # short statement limit sends the rows in several statements.
+    store = open_store(mysql_url)
+    try:
+        store.write_pages([page("http://a.cn/1", "一", "一"), page("http://a.cn/2", "二", "二")])
+        first, second = page_id(store, "http://a.cn/1"), page_id(store, "http://a.cn/2")
+    finally:
+        store.close()
+    pages = {first: {"it's": 2, "c:\\dir": 1, "新闻": 3, "\x00\n\x1a\"": 1}, second: {"新闻": 1, "%s": 4, "'); --": 1}}
+    _, connection = open_connection(mysql_url)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SET SESSION sql_mode = %s", (sql_mode,))
+            cursor.max_stmt_length = max_stmt_length
+            SegmentIndex().write(cursor, pages)
+            cursor.execute("SELECT term, segment, postings FROM search_segments WHERE segment = "
+                           "(SELECT MAX(id) FROM search_segment_info)")
+            rows = cursor.fetchall()
+        connection.commit()
+    finally:
+        connection.close()
+    found: dict[int, dict[str, int]] = {}
+    for term, segment, postings in rows:
+        for posted, batch, count, length in POSTING.iter_unpack(postings):
+            assert batch == segment and length == sum(pages[posted].values())
+            found.setdefault(posted, {})[term] = count
+    assert found == pages

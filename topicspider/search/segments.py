@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from topicspider.storage import chunks
@@ -47,6 +48,7 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 # Big-endian, so that schema 7's migration can build the same records in SQL (HEX).
 POSTING = struct.Struct(">QIII")  # page id, batch, weighted count, page length: 20 bytes
+POSTING_HEAD, POSTING_TAIL = struct.Struct(">QI"), struct.Struct(">I")  # its page id and batch; its page length
 # Segments of one tier merged at once, and the highest tier merged: a merge of ten
 # tier-3 segments (1,000 to 9,999 pages) holds under 100,000 pages, so a term's blob
 # stays under 2 MB, well within max_allowed_packet's 16 MB default.
@@ -71,6 +73,45 @@ def tier_of(pages: int) -> int:
     return int(math.log10(pages)) if pages > 0 else 0
 
 
+def segment_postings(pages: Mapping[int, Mapping[str, int]], segment: int) -> dict[str, bytes]:
+    """Each term's :data:`POSTING` records in ``segment``, one per page of ``pages``
+    (page id -> term -> count) that holds it."""
+    grouped: defaultdict[str, list[bytes]] = defaultdict(list)
+    for page_id, counts in pages.items():
+        head, tail = POSTING_HEAD.pack(page_id, segment), POSTING_TAIL.pack(sum(counts.values()))
+        # A page's records differ only in their count, and most counts are small: each
+        # record is made once per page and count (this runs for every term of every page).
+        made: dict[int, bytes] = {}
+        for term, count in counts.items():
+            posting = made.get(count)
+            if posting is None:
+                posting = made[count] = head + count.to_bytes(4, "big") + tail
+            grouped[term].append(posting)
+    return {term: b"".join(postings) for term, postings in grouped.items()}
+
+
+def _insert_rows(cursor: Any, insert: str, rows: Iterable[str]) -> None:
+    """``insert`` (``INSERT ... VALUES ``) followed by ``rows`` (SQL literals made by the
+    connection's own escaping), in statements of at most the cursor's
+    ``max_stmt_length`` bytes, as pymysql's ``executemany`` sends them. Formatted here
+    rather than by ``executemany``: its generic formatting of each parameter took more
+    of the storage thread than the server's work (``bench/bench_index.py``)."""
+    encoding, limit = cursor.connection.encoding, int(cursor.max_stmt_length)
+    start = insert.encode(encoding)
+    statement = bytearray(start)
+    for row in rows:
+        value = row.encode(encoding)
+        if len(statement) > len(start):
+            if len(statement) + len(value) + 1 > limit:
+                cursor.execute(statement)
+                statement = bytearray(start)
+            else:
+                statement += b","
+        statement += value
+    if len(statement) > len(start):
+        cursor.execute(statement)
+
+
 def bm25_part(count: int, length: int, average_length: float) -> float:
     """BM25's term-frequency part for a term counted ``count`` times on a page of ``length`` terms."""
     return count * (BM25_K1 + 1.0) / (count + BM25_K1 * (1.0 - BM25_B + BM25_B * length / average_length))
@@ -92,14 +133,10 @@ class SegmentIndex:
         cursor.execute("INSERT INTO search_segment_info (tier, pages, live) VALUES (%s, %s, %s)",
                        (tier_of(len(ids)), len(ids), len(ids)))
         segment = int(cursor.lastrowid)
-        grouped: dict[str, list[bytes]] = {}
-        pack = POSTING.pack
-        for page_id, counts in pages.items():
-            length = sum(counts.values())
-            for term, count in counts.items():
-                grouped.setdefault(term, []).append(pack(page_id, segment, count, length))
-        cursor.executemany("INSERT INTO search_segments (term, segment, postings) VALUES (%s, %s, %s)",
-                           [(term, segment, b"".join(postings)) for term, postings in grouped.items()])
+        escape = cursor.connection.escape
+        _insert_rows(cursor, "INSERT INTO search_segments (term, segment, postings) VALUES ",
+                     (f"({escape(term)},{segment},X'{postings.hex()}')"
+                      for term, postings in segment_postings(pages, segment).items()))
         cursor.executemany("INSERT INTO search_index_pages (page_id, length, batch, segment) VALUES (%s, %s, %s, %s)",
                            [(page_id, sum(counts.values()), segment, segment) for page_id, counts in pages.items()])
 
