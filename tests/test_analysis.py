@@ -303,3 +303,29 @@ def test_links_past_the_page_budget_are_counted_not_read() -> None:
     analysis = analyse_page(page(html), PageRules(max_links=10))
     assert [link.url for link in analysis.links] == [f"http://www.example.cn/a/p{n}.html" for n in range(10)]
     assert analysis.counts["links/dropped/page_budget"] == 20
+
+
+def test_a_page_analysis_process_reads_pages_without_loading_scrapy_or_twisted() -> None:
+    """Importing Scrapy took a third of a second of each worker's start, on a core the
+    crawl shares, as the crawl opens."""
+    script = f"""
+import multiprocessing, pickle
+from concurrent.futures import ProcessPoolExecutor
+from topicspider.analysis import Page, PageRules, analyse_page
+from topicspider.pageworker import analyse_in_worker, init_worker
+from topicspider.topic.lexicon import keywords_lexicon
+from topicspider.topic.score import LexiconTopic
+from topicspider.topic.segment import Segmenter
+
+rules = PageRules(topic=LexiconTopic(keywords_lexicon(["新闻"]), Segmenter("rjieba")))
+page = Page({URL!r}, "<title>新闻</title><p>新闻 <a href=/b.html>b</a>".encode(), "utf-8", {SITE!r}, 1, ())
+with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker,
+                         initargs=(rules, 1, analyse_page, "rjieba")) as pool:
+    analysis = pool.submit(analyse_in_worker, page, 1, None).result()
+    loaded = pool.submit(eval, "sorted(__import__('sys').modules.keys() & {{'scrapy', 'twisted'}})").result()
+print(analysis.title, len(analysis.links), loaded)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=project_env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["新闻", "1", "[]"]

@@ -115,6 +115,14 @@ def test_non_page_links(url: str, reason: str | None) -> None:
     assert non_page_reason(url) == reason
 
 
+def test_every_extension_scrapy_ignores_is_a_non_page_link() -> None:
+    from scrapy.linkextractors import IGNORED_EXTENSIONS
+
+    from topicspider.urls import NON_PAGE_EXTENSIONS
+
+    assert set(IGNORED_EXTENSIONS) <= NON_PAGE_EXTENSIONS
+
+
 def test_public_suffix_check() -> None:
     assert has_public_suffix("example.com")
     assert has_public_suffix("mail.example.com.cn")

@@ -13,14 +13,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from scrapy.exceptions import NotConfigured
-
 from topicspider.duplicates import MAX_DISTANCE
 from topicspider.urls import (
     URL_FILTER, BadURL, URLFilter, URLRules, mask_url, parse_url_filter, refusal, request_url, strip_session_ids,
 )
 
 if TYPE_CHECKING:
+    from scrapy.exceptions import NotConfigured
     from scrapy.settings import BaseSettings
 
 
@@ -117,6 +116,9 @@ def off_by_design(module: str, reason: str) -> NotConfigured:
     """What a component off by design raises in ``from_crawler``: a NotConfigured with
     a reason is a WARNING in Scrapy's log, on every crawl; the reason goes to ``module``'s
     log at DEBUG instead."""
+    # Imported here: the page-analysis processes load this module, and never Scrapy.
+    from scrapy.exceptions import NotConfigured
+
     logging.getLogger(module).debug("Disabled: %s", reason)
     return NotConfigured()
 

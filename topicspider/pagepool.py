@@ -35,13 +35,8 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import multiprocessing.connection
-import os
 import pickle
-import signal
-import threading
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
@@ -51,6 +46,7 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred, DeferredLock
 
 from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page, load_dictionaries
+from topicspider.pageworker import Analyse, analyse_in_worker, init_worker, worker_ready
 from topicspider.config import get_float, get_int
 from topicspider.reactor_tools import deferred_from_future, to_thread
 
@@ -58,8 +54,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-
-Analyse = Callable[[Page, PageRules], PageAnalysis]
 
 # Seconds a worker may take to start (imports, dictionary), apart from PAGE_TIMEOUT.
 WORKER_START_TIMEOUT = 120.0
@@ -69,13 +63,8 @@ POOL_FAILURES = (BrokenProcessPool, CancelledError, defer.TimeoutError)
 # gives up: the workers cannot start.
 MAX_DEATHS_IN_A_ROW = 5
 
-_worker_rules: PageRules | None = None
-_worker_version = 0
-_worker_analyse: Analyse = analyse_page
 # Why a quarantined site's page or request ends as an error (signals.RESUME_LATER_META).
 QUARANTINED = "site quarantined"
-# What a worker answers for a page sent under rules other than its own, without them.
-STALE_RULES = "stale rules"
 
 
 class PageLost(Exception):
@@ -88,62 +77,6 @@ class SiteQuarantined(PageLost):
 
 class PagePoolFailed(PageLost):
     """Page-analysis processes cannot start: the crawl cannot go on."""
-
-
-def _init_worker(rules: PageRules, version: int, analyse: Analyse, segmenter: str) -> None:
-    global _worker_analyse
-    # Ctrl-C reaches the whole process group; the crawler decides when to stop.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_the_crawler()
-    _worker_analyse = analyse
-    if segmenter:
-        # Rules that come later with a topic find its dictionary loaded.
-        from topicspider.topic.segment import Segmenter
-
-        Segmenter(segmenter).load()
-    _take_rules(rules, version)
-    from topicspider.urls import has_public_suffix
-
-    has_public_suffix("example.com")  # loads the Public Suffix List
-
-
-def _exit_with_the_crawler() -> None:
-    """End this worker when the crawler's process ends, however it ends. A worker waits
-    for pages on a queue whose writing end it holds too, so a crawler killed outright
-    (SIGKILL, out of memory) would leave it waiting for good; multiprocessing's sentinel
-    of the parent becomes readable when the parent is gone."""
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-
-    def wait_for_the_crawler() -> None:
-        multiprocessing.connection.wait([parent.sentinel])
-        os._exit(1)
-
-    threading.Thread(target=wait_for_the_crawler, name="crawler-watch", daemon=True).start()
-
-
-def _take_rules(rules: PageRules, version: int) -> None:
-    global _worker_rules, _worker_version
-    load_dictionaries(rules)
-    _worker_rules, _worker_version = rules, version
-
-
-def _analyse_in_worker(page: Page, version: int, rules: bytes | None) -> PageAnalysis | str:
-    if version != _worker_version:
-        if rules is None:
-            return STALE_RULES
-        given: PageRules = pickle.loads(rules)  # noqa: S301 - from the crawler process, not the network
-        if version < _worker_version:
-            # A page sent before newer rules reached this worker: read under its own.
-            return _worker_analyse(page, given)
-        _take_rules(given, version)
-    assert _worker_rules is not None
-    return _worker_analyse(page, _worker_rules)
-
-
-def _ready() -> bool:
-    return True
 
 
 class PagePool:
@@ -185,7 +118,7 @@ class PagePool:
         if self.processes:
             self._pickled_rules = pickle.dumps(rules, pickle.HIGHEST_PROTOCOL)
             self._executor = self._new_executor(self.processes)
-            self._starting = [deferred_from_future(self._executor.submit(_ready)) for _ in range(self.processes)]
+            self._starting = [deferred_from_future(self._executor.submit(worker_ready)) for _ in range(self.processes)]
             self._starting[0].addBoth(self._first_started)
 
     def _first_started(self, result: object) -> object:
@@ -237,7 +170,7 @@ class PagePool:
         return ProcessPoolExecutor(
             processes,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_worker,
+            initializer=init_worker,
             initargs=(self.rules, self.version, self.analyse_function, self.segmenter),
         )
 
@@ -289,7 +222,7 @@ class PagePool:
                            timeout: float) -> PageAnalysis | str:
         from twisted.internet import reactor
 
-        deferred = deferred_from_future(executor.submit(_analyse_in_worker, page, version, rules))
+        deferred = deferred_from_future(executor.submit(analyse_in_worker, page, version, rules))
         deferred.addTimeout(timeout, reactor)
         result: PageAnalysis | str = await maybe_deferred_to_future(deferred)
         return result
@@ -333,7 +266,7 @@ class PagePool:
         kills the next one is the page."""
         while self._alone is None:
             executor = self._new_executor(1)
-            if await _start_failure([deferred_from_future(executor.submit(_ready))]) is None:
+            if await _start_failure([deferred_from_future(executor.submit(worker_ready))]) is None:
                 self._alone = executor
                 self._deaths_in_a_row = 0
             else:
@@ -375,7 +308,7 @@ class PagePool:
 
 
 async def _start_failure(starting: list[Deferred[Any]]) -> BaseException | None:
-    """Why the workers behind ``starting`` (``_ready`` calls) did not come up in time
+    """Why the workers behind ``starting`` (:func:`worker_ready` calls) did not come up in time
     (a timeout, or the pool broken by a worker that died), or None if they did."""
     from twisted.internet import reactor
 
