@@ -75,3 +75,15 @@ def test_the_repository_names_its_deploy_target():
     config.read(REPO / "scrapy.cfg")
     assert config["deploy"]["project"] == "topicspider" and config["deploy"]["url"].startswith("http")
     assert config["settings"]["default"] == "topicspider.settings"
+
+
+def test_the_egg_and_the_user_agent_carry_one_version():
+    """setup.py said 0.7.0 while the User-Agent and WARC files said 0.1.0."""
+    import sys
+
+    from topicspider import __version__, settings
+
+    built = subprocess.run([sys.executable, "setup.py", "--version"], cwd=REPO, capture_output=True, text=True,
+                           check=True)
+    assert built.stdout.split()[-1] == __version__
+    assert settings.USER_AGENT.startswith(f"topicspider/{__version__} ")
