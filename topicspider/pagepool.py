@@ -7,7 +7,8 @@ that downloads, schedules and stores. Processes, not threads: lxml and the segme
 hold the GIL. ``PAGE_PROCESSES = 0`` analyses pages on the reactor thread.
 
 The workers are started with ``spawn`` (a fork of a process running a reactor and
-threads could inherit a held lock) and each loads the crawl's :class:`PageRules`,
+threads could inherit a held lock; what runs in them is :mod:`topicspider.pageworker`)
+and each loads the crawl's :class:`PageRules`,
 segmenter dictionary included, once; it ends when the crawler's process ends, even
 one killed outright. A worker that dies (killed, out of memory, a
 crash in a C library), or one that takes over ``PAGE_TIMEOUT`` seconds on a page (one
@@ -46,8 +47,8 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred, DeferredLock
 
 from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page, load_dictionaries
-from topicspider.pageworker import Analyse, analyse_in_worker, init_worker, worker_ready
 from topicspider.config import get_float, get_int
+from topicspider.pageworker import Analyse, analyse_in_worker, init_worker, worker_ready
 from topicspider.reactor_tools import deferred_from_future, to_thread
 
 if TYPE_CHECKING:
