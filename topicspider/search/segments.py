@@ -94,9 +94,9 @@ def _insert_rows(cursor: Any, insert: str, rows: Iterable[str]) -> None:
     """``insert`` (``INSERT ... VALUES ``) followed by ``rows`` (SQL literals made by the
     connection's own escaping), in statements of at most the cursor's
     ``max_stmt_length`` bytes (a longer row alone), as pymysql's ``executemany`` sends
-    them. Formatted here
-    rather than by ``executemany``: its generic formatting of each parameter took more
-    of the storage thread than the server's work (``bench/bench_index.py``)."""
+    them. Formatted here rather than by ``executemany``: its generic formatting of each
+    parameter took more of the storage thread than the server's work
+    (``bench/bench_index.py``)."""
     encoding, limit = cursor.connection.encoding, int(cursor.max_stmt_length)
     start = insert.encode(encoding)
     statement = bytearray(start)
