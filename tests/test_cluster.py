@@ -889,3 +889,43 @@ def test_a_booking_read_late_counts_as_late() -> None:
     # Asked at 0 with the start due at once, but the answer was read 0.13 s later (the
     # reactor held the GIL): leaving then is 0.13 s late, whenever the answer was read.
     assert lateness(0.131, 0.0, 0.001, 0.0) > 0.12
+
+
+# A round of the shared frontier asked for (a level timer's kick) while the close reads the
+# cluster's ledger; what reached Redis, in order, printed as the process exits.
+KICKED_AT_CLOSE = """
+import atexit, sys, time
+from topicspider.cluster import frontier, scheduler
+schedulers, calls = [], []
+atexit.register(lambda: print("REDIS CALLS", " ".join(calls), file=sys.stderr))
+real_open = scheduler.ClusterScheduler.open
+def remember(self, spider):
+    schedulers.append(self)
+    return real_open(self, spider)
+real_exchange = frontier.RedisFrontier.exchange
+def exchange(self, work):
+    calls.append("exchange")
+    return real_exchange(self, work)
+real_ledger = frontier.RedisFrontier.ledger
+def kicked_meanwhile(self):
+    from twisted.internet import reactor  # the crawl's, installed by now
+    calls.append("ledger")
+    reactor.callFromThread(schedulers[0]._kick)
+    time.sleep(0.3)
+    return real_ledger(self)
+scheduler.ClusterScheduler.open = remember
+frontier.RedisFrontier.exchange = exchange
+frontier.RedisFrontier.ledger = kicked_meanwhile
+"""
+
+
+def test_no_round_starts_once_the_closing_worker_has_drained(tmp_path, serve, redis_crawl):
+    """A round asked for after the close's last one (a timer's kick) queued a Redis call
+    behind the close's own, on a pool the close then stopped: when the stop came first,
+    the round never ended, and asyncio logged "Task was destroyed but it is pending!"."""
+    generate_site(tmp_path / "site", 5, 1)
+    site = serve(tmp_path / "site")
+    worker = Worker(tmp_path / "w0", redis_crawl, f"{site.url}/", depth=1, patch=KICKED_AT_CLOSE)
+    finish([worker])
+    calls = next(line for line in worker.log().splitlines() if line.startswith("REDIS CALLS")).split()[2:]
+    assert calls[-1] == "ledger" and "exchange" in calls, calls

@@ -300,7 +300,7 @@ class ClusterScheduler(FrontierScheduler):
 
     def _kick(self) -> None:
         if self.closed:
-            return  # a kick scheduled before the close: the thread pool is gone
+            return  # a kick after the close's last round: the thread pool is going
         if self.pumping:
             self.pump_again = True
             return
@@ -616,6 +616,9 @@ class ClusterScheduler(FrontierScheduler):
             if not self.pumping:
                 self._kick()
             await sleep(0.01)
+        # That was the last round: one started later (a timer's kick) would queue its Redis
+        # call behind the close's own, on the pool stopped below, and might never end.
+        self.closed = True
         unstarted = [data for request, data in self.lease_of.items()
                      if (request not in self.started or request in self.returning)
                      and not isinstance(request, _Undecodable)]  # set aside: acknowledged, never back
@@ -642,7 +645,6 @@ class ClusterScheduler(FrontierScheduler):
         self.held_count = 0
         while self.mqs.pop() is not None:
             pass
-        self.closed = True
         self.pool.stop()
         await super()._close(reason)
 
