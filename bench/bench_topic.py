@@ -79,6 +79,23 @@ KEYWORDS: dict[tuple[str, str], dict[str, float]] = {
                              "added": 1},
     ("python", "howto"): {"howto": 3, "guide": 2, "how": 2, "example": 1, "tutorial": 1, "introduction": 1, "examples": 1,
                           "document": 1},
+    # Written 2026-12-06 from the manual's table of contents, before any score of this corpus was seen.
+    ("postgresql", "tutorial"): {"tutorial": 3, "introduction": 2, "basics": 2, "getting": 1, "started": 1, "example": 1,
+                                 "beginner": 1, "concepts": 1},
+    ("postgresql", "sql"): {"sql": 3, "syntax": 2, "query": 2, "expression": 2, "operator": 1, "function": 1, "type": 1,
+                            "index": 1},
+    ("postgresql", "admin"): {"server": 3, "administration": 3, "configuration": 2, "backup": 2, "replication": 2,
+                              "authentication": 1, "monitoring": 1, "installation": 1},
+    ("postgresql", "client-interfaces"): {"libpq": 3, "client": 3, "interface": 2, "ecpg": 2, "connection": 1,
+                                          "application": 1, "embedded": 1, "program": 1},
+    ("postgresql", "server-programming"): {"extension": 3, "procedural": 2, "trigger": 2, "plpgsql": 2, "spi": 2,
+                                           "language": 1, "function": 1, "callback": 1},
+    ("postgresql", "reference"): {"command": 3, "synopsis": 3, "parameters": 2, "compatibility": 2, "description": 1,
+                                  "examples": 1, "options": 1, "utility": 1},
+    ("postgresql", "internals"): {"internals": 3, "planner": 2, "executor": 2, "catalog": 2, "protocol": 2, "storage": 1,
+                                  "wal": 1, "implementation": 1},
+    ("postgresql", "appendixes"): {"appendix": 3, "release": 2, "module": 2, "contrib": 2, "additional": 1,
+                                   "supplied": 1, "errors": 1, "version": 1},
 }
 
 

@@ -18,6 +18,10 @@ gimp           gimp-help-zh-cn                  its part of the GIMP manual (Doc
                                                 ``rel="up"`` chain: the ancestor just
                                                 below the home page); Chinese menus and
                                                 titles over many English bodies
+postgresql     postgresql-doc-15                its part of the PostgreSQL manual
+                                                (Tutorial, The SQL Language, Server
+                                                Administration...: the navigation
+                                                header's "Up" chain); English
 handbook       debian-handbook (zh-CN)          its chapter (``rel="up"`` chain)
 install        installation-guide-amd64 (zh_CN) its chapter or appendix (``rel="up"``)
 debian-zh      debian-reference-zh-cn,          its package: four manuals, side by side
@@ -68,6 +72,8 @@ _LANG_IN_NAME = re.compile(r"\.([a-z]{2,3}(?:[-_][a-z]{2,4})?)\.html?(?:\.gz)?$"
 _LANG_ATTR = re.compile(rb"<html\b[^>]*?\blang\s*=\s*[\"']?([a-z]{2,3})", re.IGNORECASE)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _UP_LINK = re.compile(r"<link\b[^>]*\brel=[\"']up[\"'][^>]*>", re.IGNORECASE)
+# DocBook's chunked HTML without <link rel="up">: the navigation header's "Up" link.
+_UP_ANCHOR = re.compile(r"<a\b[^>]*\baccesskey=[\"']u[\"'][^>]*>", re.IGNORECASE)
 _HREF = re.compile(r"\bhref=[\"']([^\"'#]+)", re.IGNORECASE)
 
 
@@ -110,6 +116,7 @@ SPECS: dict[str, CorpusSpec] = {spec.name: spec for spec in (
                                    chinese_only=True),), "dir"),
     CorpusSpec("debian-books", DEBIAN_BOOKS, "source"),
     CorpusSpec("python", (Source("python3.11-doc", "usr/share/doc/python3.11/html"),), "dir"),
+    CorpusSpec("postgresql", (Source("postgresql-doc-15", "usr/share/doc/postgresql-doc-15/html"),), "up"),
 )}
 
 
@@ -197,9 +204,10 @@ def copy_pages(src: Path, dst: Path, chinese_only: bool) -> list[Path]:
 
 
 def up_link(root: Path, page: str) -> str | None:
-    """The page a DocBook page's ``<link rel="up">`` names, relative to ``root``."""
+    """The page a DocBook page's ``<link rel="up">`` (or its navigation header's "Up"
+    link) names, relative to ``root``."""
     head = (root / page).read_text("utf-8", errors="replace")[:8192]
-    tag = _UP_LINK.search(head)
+    tag = _UP_LINK.search(head) or _UP_ANCHOR.search(head)
     href = _HREF.search(tag.group(0)) if tag else None
     if href is None:
         return None

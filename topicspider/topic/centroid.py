@@ -10,10 +10,14 @@ calibrated by cross-validation.
   weighs what it occurs more on the topic than off it; the site's common words, which
   are as frequent on the samples as on the background, weigh nothing.
 * Two steps, as in positive-unlabelled learning (Liu et al., 2002): the background is
-  unlabelled and holds pages on the topic too, so the background pages that score above
-  the first threshold (each scored by the direction learnt without it) are taken out of
-  it, and the direction and threshold are learnt again from what is left
-  (:func:`split_background`).
+  unlabelled and holds pages on the topic too, so the background pages that score
+  highest under the first direction (each scored by the direction learnt without it)
+  are taken out of it, and the direction and threshold are learnt again from what is
+  left (:func:`split_by_share`). As many are taken out as the topic's estimated share
+  of the background (:func:`topic_share`), as mixture proportion estimation has it:
+  the background is a mixture of pages that score as the held-out samples do and of
+  others, so at any threshold its share at or above it is at least the topic's share
+  times the samples' expected recall there.
 * A page's score: the cosine of its vector and the topic's direction, from -1 to 1.
 * The threshold: the one that maximises the F1 expected over the crawl's pages
   (:func:`f1_threshold`). Each sample is scored by the direction learnt without it (the
@@ -21,13 +25,15 @@ calibrated by cross-validation.
   smoothed by a normal kernel); the share of the crawl's pages above it is the
   background's, each background page scored by the direction learnt without it
   (:func:`left_out_scores`), as a page of the crawl is; the topic's share of the
-  crawl's pages is the share of the background the first step took out as likely on
-  the topic. The first step's threshold is the
-  score that ``target_recall`` of the held-out samples would reach, their scores taken
-  as normally distributed (:func:`recall_threshold`), and at most halfway between their
-  mean and the background's mean score (:func:`calibrated_threshold`); it serves as the
-  threshold too where there is no background to estimate precision from, or fewer than
-  :data:`MIN_F1_SAMPLES` samples, or samples whose held-out scores are all alike.
+  crawl's pages is :func:`topic_share` of the second step's scores, times
+  :data:`SHARE_MARGIN`.
+* With fewer than :data:`MIN_F1_SAMPLES` samples, or samples whose held-out scores are
+  all alike, nothing says how recall falls: the first step takes out the background
+  pages at or above its threshold, the score that ``target_recall`` of the held-out
+  samples would reach, their scores taken as normally distributed
+  (:func:`recall_threshold`), and at most halfway between their mean and the
+  background's mean score (:func:`calibrated_threshold`), and that threshold stays, as
+  it does where there is no background to estimate precision from.
 """
 
 from __future__ import annotations
@@ -44,6 +50,19 @@ FOLDS = 5
 RECALL_BANDWIDTH = 0.3
 # Fewer samples than this say too little of how recall falls for :func:`f1_threshold`.
 MIN_F1_SAMPLES = 5
+# :func:`topic_share` divides by the held-out samples' expected recall only where at
+# least this share of them reaches the threshold. Higher thresholds leave a small
+# section few background pages to count, which its samples outscore: at 0.5, GIMP's
+# getting-unstuck chapter came out at half its share and lost most of its recall in a
+# crawl. 0.6 to 0.8 kept it; past 0.7 the PostgreSQL corpus lost 0.04 (docs/topic.md).
+SHARE_RECALL_FLOOR = 0.65
+# The topic's share the F1 threshold assumes, as a multiple of :func:`topic_share`. The
+# estimate is a bound from above only with the true recall; the samples a user picks
+# are typical of the topic, so they reach a threshold more often than its pages at
+# large do, and the estimate comes out low. Measured (docs/topic.md, "Evaluation on
+# real sites"): 1.25 to 2 gave the same F1 within 0.01 on every corpus; 1 lost LilyPond's
+# web site a fifth of its recall.
+SHARE_MARGIN = 1.5
 Vector = dict[str, float]
 
 
@@ -172,6 +191,39 @@ def f1_threshold(held_out: Sequence[float], background: Sequence[float], prior: 
         if value > best_value:
             best_threshold, best_value = threshold, value
     return best_threshold
+
+
+def topic_share(held_out: Sequence[float], background: Sequence[float]) -> float:
+    """The share of the pages drawn like ``background`` that are on the topic, its pages
+    scoring as the ``held_out`` samples do. At any threshold, the background's share at
+    or above it is at least the topic's share times the samples' expected recall there
+    (:func:`expected_recall`): the smallest ratio of the two, over the thresholds that
+    at least :data:`SHARE_RECALL_FLOOR` of the samples reach, is the estimate, exact
+    where no page off the topic reaches the threshold (Blanchard, Lee and Scott, 2010;
+    Scott, 2015). It holds when the samples differ from one another, where the score
+    most samples reach lies among the background's own scores; 0 for no background."""
+    count = len(background)
+    if not count:
+        return 0.0
+    ordered = sorted(background)
+    share = 1.0
+    for threshold in sorted({*held_out, *background}):
+        recall = expected_recall(held_out, threshold)
+        if recall < SHARE_RECALL_FLOOR:
+            break  # recall only falls as the threshold rises
+        above = (count - bisect.bisect_left(ordered, threshold)) / count
+        share = min(share, above / recall)
+    return share
+
+
+def split_by_share(vectors: Sequence[Vector], scores: Sequence[float], share: float) -> tuple[list[Vector], list[Vector]]:
+    """``vectors`` but the ``share`` of them that score highest (``scores``, one each):
+    the likely negatives; and those, likely on the topic. Ties go by order, so the same
+    background always splits the same way."""
+    ranked = sorted(range(len(vectors)), key=lambda index: -scores[index])
+    likely = set(ranked[: round(share * len(vectors))])
+    return ([vector for index, vector in enumerate(vectors) if index not in likely],
+            [vector for index, vector in enumerate(vectors) if index in likely])
 
 
 def student_t_quantile(probability: float, freedom: int) -> float:

@@ -295,37 +295,56 @@ class CentroidTopic(Topic):
         self.background_kept = 0  # background pages kept as likely negatives
         self._learn(positives, [*unlabelled, *negatives], spec.target_recall)
         if unlabelled:
-            kept, likely_positive = centroid.split_background(positives, unlabelled, negatives, self.threshold)
+            kept, likely_positive = self._split_background(positives, unlabelled, negatives)
             self.background_kept = len(kept)
             self._learn(positives, [*kept, *negatives], spec.target_recall)
             threshold = self._f1_threshold(positives, kept, likely_positive, negatives)
             if threshold is not None:
                 self.threshold = threshold
 
+    def _split_background(self, positives: list[centroid.Vector], unlabelled: list[centroid.Vector],
+                          negatives: list[centroid.Vector]) -> tuple[list[centroid.Vector], list[centroid.Vector]]:
+        """The background as likely negatives and pages likely on the topic: the pages
+        that score highest, each without itself, as many as :func:`centroid.topic_share`
+        says the topic is of it. With too few samples to say how recall falls, those at
+        or above the first step's threshold are likely on the topic."""
+        held_out = self._spread_held_out(positives, centroid.mean_vector([*unlabelled, *negatives]))
+        if held_out is None:
+            return centroid.split_background(positives, unlabelled, negatives, self.threshold)
+        scores = centroid.left_out_scores(positives, unlabelled, negatives)
+        return centroid.split_by_share(unlabelled, scores, centroid.topic_share(held_out, scores))
+
     def _f1_threshold(self, positives: list[centroid.Vector], kept: list[centroid.Vector],
                       likely_positive: list[centroid.Vector], negatives: list[centroid.Vector]) -> float | None:
         """:func:`centroid.f1_threshold`: the unlabelled background stands for the crawl's
-        pages, and the share of it the first step took out (``likely_positive``) for the
-        topic's share. The background pages the direction was learnt against (``kept``)
-        are scored each without itself, as the crawl's pages will be. Each sample is held
-        out in turn and scored against the whole background, as in the first step:
-        against the background that step kept, the held-out scores come out higher than
-        those of the crawl's pages on the topic, and the threshold too high (measured: see
-        docs/topic.md, "Evaluation on real sites").
+        pages, and :func:`centroid.topic_share` of it, times :data:`centroid.SHARE_MARGIN`,
+        for the topic's share. The background pages the direction was learnt against
+        (``kept``) are scored each without itself, as the crawl's pages will be. Each
+        sample is held out in turn and scored against the whole background, as in the
+        first step: against the background that step kept, the held-out scores come out
+        higher than those of the crawl's pages on the topic, and the threshold too high
+        (measured: see docs/topic.md, "Evaluation on real sites").
 
-        None, for the first step's threshold to stay, with fewer than
-        :data:`centroid.MIN_F1_SAMPLES` samples or held-out scores that do not spread:
-        they cannot say how recall falls, and two copies of one page would ask every page
-        to score as they do."""
-        if len(positives) < centroid.MIN_F1_SAMPLES:
-            return None
-        held_out = centroid.held_out_scores(positives, centroid.mean_vector([*kept, *likely_positive, *negatives]),
-                                            folds=len(positives))
-        if len(set(held_out)) == 1:
+        None, for the first step's threshold to stay, where :meth:`_spread_held_out` has
+        no held-out scores."""
+        held_out = self._spread_held_out(positives, centroid.mean_vector([*kept, *likely_positive, *negatives]))
+        if held_out is None:
             return None
         scores = [*centroid.left_out_scores(positives, kept, negatives),
                   *(centroid.cosine(self.direction, self.direction_norm, vector) for vector in likely_positive)]
-        return centroid.f1_threshold(held_out, scores, len(likely_positive) / len(scores))
+        share = min(1.0, centroid.SHARE_MARGIN * centroid.topic_share(held_out, scores))
+        return centroid.f1_threshold(held_out, scores, share)
+
+    @staticmethod
+    def _spread_held_out(positives: list[centroid.Vector], background: centroid.Vector) -> list[float] | None:
+        """Each sample's score under the direction learnt from the others against the
+        ``background`` mean; None with fewer than :data:`centroid.MIN_F1_SAMPLES` samples
+        or held-out scores that do not spread: they cannot say how recall falls, and two
+        copies of one page would ask every page to score as they do."""
+        if len(positives) < centroid.MIN_F1_SAMPLES:
+            return None
+        held_out = centroid.held_out_scores(positives, background, folds=len(positives))
+        return held_out if len(set(held_out)) > 1 else None
 
     def _learn(self, positives: list[centroid.Vector], background: list[centroid.Vector], target_recall: float) -> None:
         mean = centroid.mean_vector(background)
