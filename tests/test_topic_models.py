@@ -200,6 +200,35 @@ def test_the_topic_share_is_estimated_from_how_the_background_scores_against_the
     assert centroid.topic_share(SPREAD_HELD_OUT, []) == 0.0
 
 
+def test_the_share_s_best_scoring_vectors_are_split_off():
+    vectors = [{"a": 1.0}, {"b": 1.0}, {"c": 1.0}, {"d": 1.0}, {"e": 1.0}]
+    scores = [0.1, 0.5, -0.2, 0.5, 0.3]
+    kept, likely = centroid.split_by_share(vectors, scores, 0.4)
+    assert likely == [{"b": 1.0}, {"d": 1.0}] and kept == [{"a": 1.0}, {"c": 1.0}, {"e": 1.0}]
+    assert centroid.split_by_share(vectors, scores, 0.0) == (vectors, [])
+    assert centroid.split_by_share(vectors, scores, 1.0) == ([], vectors)
+    # Of tied scores, the first in order goes: the same background splits the same way.
+    assert centroid.split_by_share(vectors, scores, 0.2)[1] == [{"b": 1.0}]
+    with pytest.raises(ValueError):
+        centroid.split_by_share(vectors, scores[:4], 0.4)
+
+
+def test_the_f1_threshold_assumes_a_margin_over_the_estimated_share(segmenter, monkeypatch):
+    samples = sectioned(SPREADSHEET + ["数据透视表 汇总 字段 工作表", "条件格式 单元格 规则"], "电子表格")
+    background = sectioned(WORDS, "文字处理") + sectioned(SLIDES, "演示文稿") + sectioned(SPREADSHEET[:2], "电子表格")
+    priors: list[float] = []
+    f1_threshold = centroid.f1_threshold
+    monkeypatch.setattr(centroid, "topic_share", lambda held_out, scores: 0.2)
+    monkeypatch.setattr(centroid, "f1_threshold", lambda held_out, scores, prior: priors.append(prior) or f1_threshold(
+        held_out, scores, prior))
+    topic = CentroidTopic(TopicSpec("centroid", samples=samples, background=background), segmenter)
+    assert priors == [pytest.approx(0.2 * centroid.SHARE_MARGIN)]
+    assert topic.background_kept == len(background) - 2, "the first step takes out the share itself"
+    monkeypatch.setattr(centroid, "topic_share", lambda held_out, scores: 0.9)
+    CentroidTopic(TopicSpec("centroid", samples=samples, background=background), segmenter)
+    assert priors[-1] == 1.0
+
+
 def test_a_small_section_s_share_is_not_taken_from_thresholds_few_samples_reach():
     """Scores from a crawl of GIMP's help (2026-12-06), its getting-unstuck chapter the
     topic: 4 of the 200 background pages on it, scoring lower than most held-out samples
@@ -277,7 +306,7 @@ def test_the_f1_threshold_needs_five_samples_whose_held_out_scores_spread(segmen
         """The threshold in force, the first step's, and the F1 one however few samples."""
         spec = TopicSpec("centroid", samples=docs, background=background)
         with monkeypatch.context() as patch:
-            patch.setattr(CentroidTopic, "_f1_threshold", lambda *_: None)
+            patch.setattr(CentroidTopic, "_spread_held_out", staticmethod(lambda *_: None))
             first_step = CentroidTopic(spec, segmenter).threshold
         with monkeypatch.context() as patch:
             patch.setattr(centroid, "MIN_F1_SAMPLES", 2)

@@ -158,7 +158,7 @@ SEARCH_INDEX = True  # index pages for search as they are stored (scrapy search 
 # sites ("lexicon": the seed documents' model). See docs/topic.md.
 TOPIC_MODEL = "centroid"
 TOPIC_THRESHOLD = ""  # empty: each topic's own, calibrated on its samples (0.6 for keywords)
-TOPIC_TARGET_RECALL = 0.9  # the share of held-out samples the first learning step's threshold keeps
+TOPIC_TARGET_RECALL = 0.9  # the first learning step's threshold, with under 5 samples or alike ones
 TOPIC_BACKGROUND_PAGES = 200  # pages of the seeds' sites sampled before scoring starts
 TOPIC_BOILERPLATE_SHARE = 0.8  # a block on this share of a site's sampled pages is its template
 TOPIC_EXPLAIN_TERMS = 5  # terms that weighed most, in the fetch log and the database

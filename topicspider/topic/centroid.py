@@ -26,7 +26,7 @@ calibrated by cross-validation.
   background's, each background page scored by the direction learnt without it
   (:func:`left_out_scores`), as a page of the crawl is; the topic's share of the
   crawl's pages is :func:`topic_share` of the second step's scores, times
-  :data:`SHARE_MARGIN`.
+  :data:`SHARE_MARGIN` (at most 1).
 * With fewer than :data:`MIN_F1_SAMPLES` samples, or samples whose held-out scores are
   all alike, nothing says how recall falls: the first step takes out the background
   pages at or above its threshold, the score that ``target_recall`` of the held-out
@@ -57,11 +57,13 @@ MIN_F1_SAMPLES = 5
 # crawl. 0.6 to 0.8 kept it; past 0.7 the PostgreSQL corpus lost 0.04 (docs/topic.md).
 SHARE_RECALL_FLOOR = 0.65
 # The topic's share the F1 threshold assumes, as a multiple of :func:`topic_share`. The
-# estimate is a bound from above only with the true recall; the samples a user picks
-# are typical of the topic, so they reach a threshold more often than its pages at
-# large do, and the estimate comes out low. Measured (docs/topic.md, "Evaluation on
-# real sites"): 1.25 to 2 gave the same F1 within 0.01 on every corpus; 1 lost LilyPond's
-# web site a fifth of its recall.
+# estimate is a bound from above only with the true recall. Where a section's pages are
+# alike, the samples a user picks, typical of it, reach a threshold more often than its
+# pages at large do, and the estimate comes out low (LilyPond's web site); where they
+# differ, pages of other sections reach the thresholds too, and it comes out high
+# (PostgreSQL's parts). Too low a share costs recall more than too high a one costs
+# precision. Measured (docs/topic.md, "Evaluation on real sites"): 1.25 to 2 gave the
+# same F1 within 0.01 on every corpus; 1 lost LilyPond's web site a fifth of its recall.
 SHARE_MARGIN = 1.5
 Vector = dict[str, float]
 
@@ -201,7 +203,9 @@ def topic_share(held_out: Sequence[float], background: Sequence[float]) -> float
     at least :data:`SHARE_RECALL_FLOOR` of the samples reach, is the estimate, exact
     where no page off the topic reaches the threshold (Blanchard, Lee and Scott, 2010;
     Scott, 2015). It holds when the samples differ from one another, where the score
-    most samples reach lies among the background's own scores; 0 for no background."""
+    most samples reach lies among the background's own scores. 0 for no background; 1
+    where no threshold qualifies (the samples' scores tied low, the whole background
+    above most of them)."""
     count = len(background)
     if not count:
         return 0.0
@@ -220,6 +224,8 @@ def split_by_share(vectors: Sequence[Vector], scores: Sequence[float], share: fl
     """``vectors`` but the ``share`` of them that score highest (``scores``, one each):
     the likely negatives; and those, likely on the topic. Ties go by order, so the same
     background always splits the same way."""
+    if len(scores) != len(vectors):
+        raise ValueError(f"{len(scores)} scores for {len(vectors)} vectors")
     ranked = sorted(range(len(vectors)), key=lambda index: -scores[index])
     likely = set(ranked[: round(share * len(vectors))])
     return ([vector for index, vector in enumerate(vectors) if index not in likely],

@@ -295,41 +295,36 @@ class CentroidTopic(Topic):
         self.background_kept = 0  # background pages kept as likely negatives
         self._learn(positives, [*unlabelled, *negatives], spec.target_recall)
         if unlabelled:
-            kept, likely_positive = self._split_background(positives, unlabelled, negatives)
+            # Each sample scored against the whole background, in both steps: against
+            # the background the first step kept, the held-out scores come out higher
+            # than those of the crawl's pages on the topic, and the threshold too high
+            # (measured: see docs/topic.md, "Evaluation on real sites").
+            held_out = self._spread_held_out(positives, centroid.mean_vector([*unlabelled, *negatives]))
+            kept, likely_positive = self._split_background(positives, unlabelled, negatives, held_out)
             self.background_kept = len(kept)
             self._learn(positives, [*kept, *negatives], spec.target_recall)
-            threshold = self._f1_threshold(positives, kept, likely_positive, negatives)
-            if threshold is not None:
-                self.threshold = threshold
+            if held_out is not None:
+                self.threshold = self._f1_threshold(positives, kept, likely_positive, negatives, held_out)
 
     def _split_background(self, positives: list[centroid.Vector], unlabelled: list[centroid.Vector],
-                          negatives: list[centroid.Vector]) -> tuple[list[centroid.Vector], list[centroid.Vector]]:
+                          negatives: list[centroid.Vector], held_out: list[float] | None,
+                          ) -> tuple[list[centroid.Vector], list[centroid.Vector]]:
         """The background as likely negatives and pages likely on the topic: the pages
         that score highest, each without itself, as many as :func:`centroid.topic_share`
-        says the topic is of it. With too few samples to say how recall falls, those at
-        or above the first step's threshold are likely on the topic."""
-        held_out = self._spread_held_out(positives, centroid.mean_vector([*unlabelled, *negatives]))
+        says the topic is of it. Without ``held_out`` scores to say how recall falls,
+        those at or above the first step's threshold are likely on the topic."""
         if held_out is None:
             return centroid.split_background(positives, unlabelled, negatives, self.threshold)
         scores = centroid.left_out_scores(positives, unlabelled, negatives)
         return centroid.split_by_share(unlabelled, scores, centroid.topic_share(held_out, scores))
 
     def _f1_threshold(self, positives: list[centroid.Vector], kept: list[centroid.Vector],
-                      likely_positive: list[centroid.Vector], negatives: list[centroid.Vector]) -> float | None:
+                      likely_positive: list[centroid.Vector], negatives: list[centroid.Vector],
+                      held_out: list[float]) -> float:
         """:func:`centroid.f1_threshold`: the unlabelled background stands for the crawl's
         pages, and :func:`centroid.topic_share` of it, times :data:`centroid.SHARE_MARGIN`,
         for the topic's share. The background pages the direction was learnt against
-        (``kept``) are scored each without itself, as the crawl's pages will be. Each
-        sample is held out in turn and scored against the whole background, as in the
-        first step: against the background that step kept, the held-out scores come out
-        higher than those of the crawl's pages on the topic, and the threshold too high
-        (measured: see docs/topic.md, "Evaluation on real sites").
-
-        None, for the first step's threshold to stay, where :meth:`_spread_held_out` has
-        no held-out scores."""
-        held_out = self._spread_held_out(positives, centroid.mean_vector([*kept, *likely_positive, *negatives]))
-        if held_out is None:
-            return None
+        (``kept``) are scored each without itself, as the crawl's pages will be."""
         scores = [*centroid.left_out_scores(positives, kept, negatives),
                   *(centroid.cosine(self.direction, self.direction_norm, vector) for vector in likely_positive)]
         share = min(1.0, centroid.SHARE_MARGIN * centroid.topic_share(held_out, scores))
@@ -340,7 +335,8 @@ class CentroidTopic(Topic):
         """Each sample's score under the direction learnt from the others against the
         ``background`` mean; None with fewer than :data:`centroid.MIN_F1_SAMPLES` samples
         or held-out scores that do not spread: they cannot say how recall falls, and two
-        copies of one page would ask every page to score as they do."""
+        copies of one page would ask every page to score as they do. Without them the
+        first step's threshold splits the background and stays."""
         if len(positives) < centroid.MIN_F1_SAMPLES:
             return None
         held_out = centroid.held_out_scores(positives, background, folds=len(positives))
