@@ -237,8 +237,7 @@ def test_a_small_section_s_share_is_not_taken_from_thresholds_few_samples_reach(
     (F1 0.53, against 0.93 at the threshold below)."""
     held_out = [0.263, 0.48, 0.219, 0.398, 0.458, 0.061, 0.494, 0.329, 0.473, 0.071]
     background = [0.154, 0.26, 0.274, 0.644] + [-0.2 + 0.251 * index / 195 for index in range(196)]
-    share = centroid.topic_share(held_out, background)
-    threshold = centroid.f1_threshold(held_out, background, min(1.0, centroid.SHARE_MARGIN * share))
+    threshold = centroid.f1_threshold(held_out, background, centroid.assumed_share(held_out, background))
     assert 0.051 < threshold <= 0.154, "every page on the topic kept, no other"
 
 

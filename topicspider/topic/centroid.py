@@ -25,8 +25,7 @@ calibrated by cross-validation.
   smoothed by a normal kernel); the share of the crawl's pages above it is the
   background's, each background page scored by the direction learnt without it
   (:func:`left_out_scores`), as a page of the crawl is; the topic's share of the
-  crawl's pages is :func:`topic_share` of the second step's scores, times
-  :data:`SHARE_MARGIN` (at most 1).
+  crawl's pages is :func:`assumed_share` of the second step's scores.
 * With fewer than :data:`MIN_F1_SAMPLES` samples, or samples whose held-out scores are
   all alike, nothing says how recall falls: the first step takes out the background
   pages at or above its threshold, the score that ``target_recall`` of the held-out
@@ -218,6 +217,12 @@ def topic_share(held_out: Sequence[float], background: Sequence[float]) -> float
         above = (count - bisect.bisect_left(ordered, threshold)) / count
         share = min(share, above / recall)
     return share
+
+
+def assumed_share(held_out: Sequence[float], background: Sequence[float]) -> float:
+    """The topic's share :func:`f1_threshold` assumes: :func:`topic_share` times
+    :data:`SHARE_MARGIN`, at most 1."""
+    return min(1.0, SHARE_MARGIN * topic_share(held_out, background))
 
 
 def split_by_share(vectors: Sequence[Vector], scores: Sequence[float], share: float) -> tuple[list[Vector], list[Vector]]:

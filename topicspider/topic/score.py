@@ -293,18 +293,21 @@ class CentroidTopic(Topic):
         self.idf, self.unseen_idf = centroid.inverse_document_frequencies([counts for docs in weighted for counts in docs])
         positives, unlabelled, negatives = ([self._vector(counts) for counts in docs] for docs in weighted)
         self.background_kept = 0  # background pages kept as likely negatives
-        self._learn(positives, [*unlabelled, *negatives], spec.target_recall)
-        if unlabelled:
-            # Each sample scored against the whole background, in both steps: against
-            # the background the first step kept, the held-out scores come out higher
-            # than those of the crawl's pages on the topic, and the threshold too high
-            # (measured: see docs/topic.md, "Evaluation on real sites").
-            held_out = self._spread_held_out(positives, centroid.mean_vector([*unlabelled, *negatives]))
-            kept, likely_positive = self._split_background(positives, unlabelled, negatives, held_out)
-            self.background_kept = len(kept)
-            self._learn(positives, [*kept, *negatives], spec.target_recall)
-            if held_out is not None:
-                self.threshold = self._f1_threshold(positives, kept, likely_positive, negatives, held_out)
+        if not unlabelled:
+            self._learn(positives, negatives, spec.target_recall)
+            return
+        # Each sample scored against the whole background, in both steps: against the
+        # background the first step kept, the held-out scores come out higher than those
+        # of the crawl's pages on the topic, and the threshold too high (measured: see
+        # docs/topic.md, "Evaluation on real sites").
+        held_out = self._spread_held_out(positives, centroid.mean_vector([*unlabelled, *negatives]))
+        if held_out is None:
+            self._learn(positives, [*unlabelled, *negatives], spec.target_recall)  # its threshold splits
+        kept, likely_positive = self._split_background(positives, unlabelled, negatives, held_out)
+        self.background_kept = len(kept)
+        self._learn(positives, [*kept, *negatives], spec.target_recall)
+        if held_out is not None:
+            self.threshold = self._f1_threshold(positives, kept, likely_positive, negatives, held_out)
 
     def _split_background(self, positives: list[centroid.Vector], unlabelled: list[centroid.Vector],
                           negatives: list[centroid.Vector], held_out: list[float] | None,
@@ -322,13 +325,12 @@ class CentroidTopic(Topic):
                       likely_positive: list[centroid.Vector], negatives: list[centroid.Vector],
                       held_out: list[float]) -> float:
         """:func:`centroid.f1_threshold`: the unlabelled background stands for the crawl's
-        pages, and :func:`centroid.topic_share` of it, times :data:`centroid.SHARE_MARGIN`,
-        for the topic's share. The background pages the direction was learnt against
-        (``kept``) are scored each without itself, as the crawl's pages will be."""
+        pages, and :func:`centroid.assumed_share` of it for the topic's share. The
+        background pages the direction was learnt against (``kept``) are scored each
+        without itself, as the crawl's pages will be."""
         scores = [*centroid.left_out_scores(positives, kept, negatives),
                   *(centroid.cosine(self.direction, self.direction_norm, vector) for vector in likely_positive)]
-        share = min(1.0, centroid.SHARE_MARGIN * centroid.topic_share(held_out, scores))
-        return centroid.f1_threshold(held_out, scores, share)
+        return centroid.f1_threshold(held_out, scores, centroid.assumed_share(held_out, scores))
 
     @staticmethod
     def _spread_held_out(positives: list[centroid.Vector], background: centroid.Vector) -> list[float] | None:
