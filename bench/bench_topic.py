@@ -191,6 +191,11 @@ def harvest_curve(run: Crawl) -> list[float]:
     return curve
 
 
+def first_half(curve: list[float]) -> float:
+    """The mean harvest rate over the first half of the crawl: the figure the docs give."""
+    return statistics.fmean(curve[: max(len(curve) // 2, 1)]) if curve else 0.0
+
+
 def evaluate_corpus(name: str, scratch: Path, options: argparse.Namespace) -> list[dict[str, object]]:
     corpus = build_corpus(name)
     targets = [label for label, count in corpus.sizes().most_common() if count >= MIN_TARGET_PAGES]
@@ -229,6 +234,8 @@ def evaluate_corpus(name: str, scratch: Path, options: argparse.Namespace) -> li
                     best = crawl(site, corpus, workdir / "best", {**options.settings, "TOPIC_BEST_FIRST": True},
                                  **arguments)
                     row["best_curve"] = harvest_curve(best)
+                    print(f"  {name:<12} {target:<22} harvest over the first half: breadth-first "
+                          f"{first_half(row['bfs_curve']):.2f}, best-first {first_half(row['best_curve']):.2f}")
                 rows.append(row)
                 print_row(row)
     finally:
@@ -284,6 +291,7 @@ def plot_harvest(rows: list[dict[str, object]], path: Path) -> None:
             curves = [row[key] for row in own if row[key]]  # type: ignore[misc]
             length = min(len(curve) for curve in curves)  # type: ignore[arg-type]
             mean = [statistics.fmean(curve[i] for curve in curves) for i in range(length)]  # type: ignore[index]
+            print(f"  {name:<12} {label:<13} mean harvest over the first half of the crawl {first_half(mean):.2f}")
             points = " ".join(f"{x0 + width * i / max(length - 1, 1):.1f},{pad + height * (1 - value):.1f}"
                               for i, value in enumerate(mean))
             lines.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"/>')

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_extract import parse
+from topicspider.analysis import PRIORITY_SCALE, PageRules, link_priority, relevance_share
 from topicspider.config import ConfigError
 from topicspider.extract import extract_blocks, join_blocks
 from topicspider.focus import BackgroundSampler, ResponseCache
@@ -26,6 +27,7 @@ from topicspider.topic.score import (
     CentroidTopic,
     Doc,
     LexiconTopic,
+    Relevance,
     TopicSpec,
     build_topic,
     count_page_terms,
@@ -291,6 +293,22 @@ def test_centroid_weighs_what_sets_the_topic_apart_from_the_background(segmenter
     assert weights_shown == sorted(weights_shown, reverse=True) and on.terms[0][0] in {"函数", "单元格", "公式"}
     # Two of the background pages are on the topic: taken out of the background as likely negatives.
     assert topic.background_kept == len(background) - 2
+
+
+def test_best_first_ranks_a_relevant_parent_above_an_irrelevant_one_below_0(segmenter):
+    """A trained topic's scores run from -1 and its threshold can be below 0 (the Debian
+    handbook's was -0.023). Counting a parent's score from 0 up gave its relevant pages
+    under 0 the priority of the off-topic ones: best-first harvested less than
+    breadth-first there."""
+    samples = sectioned(SPREADSHEET, "电子表格")
+    topic = CentroidTopic(TopicSpec("centroid", samples=samples, background=sectioned(WORDS, "文字处理")), segmenter)
+    rules = PageRules(topic=topic, threshold=-0.02, best_first=True)
+    off, relevant, on = (link_priority(rules, Relevance(score), "") for score in (-0.3, -0.01, 0.4))
+    assert on > relevant > off >= 0
+    # A relevant parent counts for more than any irrelevant one, anchor aside.
+    assert relevance_share(-0.02, -0.02, topic.min_score, topic.max_score) == 0.5
+    assert relevance_share(-0.021, -0.02, topic.min_score, topic.max_score) < 0.5
+    assert link_priority(rules, Relevance(-1.0), "") == 0 and link_priority(rules, Relevance(1.0), "") == PRIORITY_SCALE // 2
 
 
 def test_the_f1_threshold_needs_five_samples_whose_held_out_scores_spread(segmenter, monkeypatch):

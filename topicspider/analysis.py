@@ -255,9 +255,17 @@ def _without_session_ids(url: str, rules: PageRules) -> str:
 
 
 def link_priority(rules: PageRules, parent: Relevance, anchor_text: str) -> int:
-    """Best-first: half the parent's relevance (as a share of the highest possible),
-    half the anchor text's similarity to the topic."""
-    assert rules.topic is not None
-    parent_share = min(max(parent.score, 0.0) / rules.topic.max_score, 1.0)
-    anchor = rules.topic.similarity(anchor_text)
-    return round(PRIORITY_SCALE * (parent_share + anchor) / 2)
+    """Best-first: half the parent's relevance, half the anchor text's similarity to the topic."""
+    topic = rules.topic
+    assert topic is not None
+    parent_share = relevance_share(parent.score, rules.threshold, topic.min_score, topic.max_score)
+    return round(PRIORITY_SCALE * (parent_share + topic.similarity(anchor_text)) / 2)
+
+
+def relevance_share(score: float, threshold: float, lowest: float, highest: float) -> float:
+    """``score`` from 0 at ``lowest`` to 1 at ``highest``, 1/2 at ``threshold``: where the
+    verdict is undecided. Linear on each side, so a relevant page ranks above every page
+    that is not, whatever side of 0 the threshold is (a trained topic's scores run from -1)."""
+    if score >= threshold:
+        return min(0.5 + 0.5 * (score - threshold) / (highest - threshold), 1.0) if highest > threshold else 1.0
+    return max(0.5 * (score - lowest) / (threshold - lowest), 0.0) if threshold > lowest else 0.0

@@ -215,6 +215,7 @@ class Topic:
 
     kind = ""
     threshold = 0.0
+    min_score = 0.0
     max_score = 1.0
 
     def __init__(self, segmenter: Segmenter, templates: SiteTemplates, title_weight: float, body_weight: float,
@@ -281,6 +282,7 @@ class CentroidTopic(Topic):
     """The cosine of a page's TF-IDF vector and the topic's direction."""
 
     kind = "centroid"
+    min_score = -1.0  # a cosine, and the direction weighs the background's terms below 0
 
     def __init__(self, spec: TopicSpec, segmenter: Segmenter, max_chars: int = 10_000,
                  explain_terms: int = EXPLAIN_TERMS) -> None:
