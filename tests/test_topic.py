@@ -185,3 +185,27 @@ def test_only_the_first_max_chars_are_segmented(segmenter):
     filler = "天气晴朗。" * 40  # 200 characters
     assert topic.relevance("", ["电子表格" + filler]).score == 1.0
     assert topic.relevance("", [filler, "电子表格"]).score == 0.0
+
+
+MIXED_TEXT = ("在电子表格里，公式引用单元格；数据透视表汇总销售数据。Spreadsheet Formulas reference CELLS. "
+              "编辑 /boot/grub/grub.cfg 和 grub-pc，见 3.1.2 节与 v2.24 版的 50% 说明。的 了 a an the Excel excel "
+              "我们的云原生平台很好，用 C 写的。")
+
+
+@pytest.mark.parametrize("backend", ["jieba", "rjieba"])
+def test_term_counts_count_what_terms_finds_cold_warm_and_past_the_cache(backend, monkeypatch):
+    """Counted a distinct token at a time from a cache of each token's terms: the counts
+    of :meth:`Segmenter.terms`, whether the tokens are new, cached, or the cache was
+    emptied at its bound halfway through."""
+    segmenter = Segmenter(backend, keep=["云原生平台", "C"])
+    segmenter.load()
+    texts = [MIXED_TEXT, MIXED_TEXT.upper(), MIXED_TEXT[::2], MIXED_TEXT + " Grub GRUB grub"]
+    for _ in range(2):
+        for text in texts:
+            assert segmenter.term_counts(text) == Counter(segmenter.terms(text))
+    monkeypatch.setattr("topicspider.topic.segment.TOKEN_CACHE_SIZE", 5)
+    for text in texts:
+        assert segmenter.term_counts(text) == Counter(segmenter.terms(text))
+        search = segmenter.search_term_counts(text)
+        assert search == Counter(segmenter._terms(segmenter._loaded().cut_for_search(text)))
+        assert set(segmenter.term_counts(text)) <= set(search)

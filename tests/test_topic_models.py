@@ -298,8 +298,7 @@ def test_centroid_weighs_what_sets_the_topic_apart_from_the_background(segmenter
 def test_best_first_ranks_a_relevant_parent_above_an_irrelevant_one_below_0(segmenter):
     """A trained topic's scores run from -1 and its threshold can be below 0 (the Debian
     handbook's was -0.023). Counting a parent's score from 0 up gave its relevant pages
-    under 0 the priority of the off-topic ones: best-first harvested less than
-    breadth-first there."""
+    under 0 the priority of the off-topic ones."""
     samples = sectioned(SPREADSHEET, "电子表格")
     topic = CentroidTopic(TopicSpec("centroid", samples=samples, background=sectioned(WORDS, "文字处理")), segmenter)
     rules = PageRules(topic=topic, threshold=-0.02, best_first=True)
