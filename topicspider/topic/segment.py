@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from topicspider.config import ConfigError
 
@@ -84,6 +84,31 @@ def _as_jieba_cuts(tokens: list[str]) -> list[str]:
     return cut
 
 
+NO_TERM = ""  # what a token that is no term maps to: never a term itself
+
+
+class _TokenTerms(dict[str, Any]):
+    """Token -> its term, :data:`NO_TERM`, or the tuple of its terms when it has several;
+    a token not seen yet is looked up on first use."""
+
+    def __init__(self, segmenter: Segmenter) -> None:
+        super().__init__()
+        self.segmenter = segmenter
+        self.several: set[tuple[str, ...]] = set()
+
+    def __missing__(self, token: str) -> str | tuple[str, ...]:
+        terms = tuple(self.segmenter._terms([token]))
+        value: str | tuple[str, ...] = NO_TERM if not terms else terms[0] if len(terms) == 1 else terms
+        if isinstance(value, tuple):
+            self.several.add(value)
+        self[token] = value
+        return value
+
+    def clear(self) -> None:
+        super().clear()
+        self.several.clear()
+
+
 def check_segmenter_name(name: str) -> None:
     if name not in SEGMENTERS:
         raise ConfigError(f"TOPIC_SEGMENTER must be one of {', '.join(SEGMENTERS)}, got {name!r}")
@@ -110,7 +135,7 @@ class Segmenter:
         self._added_words: list[str] = []
         self._backend: Backend | None = None
         # Token -> its terms: a page's tokens are mostly words seen on earlier pages.
-        self._token_terms: dict[str, tuple[str, ...]] = {}
+        self._token_terms = _TokenTerms(self)
 
     def __getstate__(self) -> dict[str, object]:
         # Sent to a page-analysis process (topicspider.pagepool): the dictionary is
@@ -155,15 +180,16 @@ class Segmenter:
         return self._count_terms(self._loaded().cut_for_search(text))
 
     def _count_terms(self, tokens: list[str]) -> Counter[str]:
-        counts: Counter[str] = Counter()
         known = self._token_terms
-        for token, count in Counter(tokens).items():
-            terms = known.get(token)
-            if terms is None:
-                if len(known) >= TOKEN_CACHE_SIZE:
-                    known.clear()
-                terms = known[token] = tuple(self._terms([token]))
-            for term in terms:
+        if len(known) >= TOKEN_CACHE_SIZE:
+            known.clear()
+        # Each token mapped to its term and counted in C; only a token of no term or of
+        # several (a joined ASCII run) is seen to in Python.
+        counts: Counter[Any] = Counter(map(known.__getitem__, tokens))
+        counts.pop(NO_TERM, None)
+        for several in counts.keys() & known.several:
+            count = counts.pop(several)
+            for term in several:
                 counts[term] += count
         return counts
 
