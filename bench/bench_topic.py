@@ -219,6 +219,7 @@ def evaluate_corpus(name: str, scratch: Path, options: argparse.Namespace) -> li
                 wanted = {path for path in every.scores
                           if corpus.labels.get(path) == target and path not in left_out}
                 focused = crawl(site, corpus, workdir / "focused", options.settings, **arguments)
+                bfs_curve = harvest_curve(focused)
                 row: dict[str, object] = {
                     "corpus": name, "target": target, "kind": kind, "pages": len(wanted),
                     "all": measure(every.relevant(), corpus, target, wanted, left_out),
@@ -228,14 +229,14 @@ def evaluate_corpus(name: str, scratch: Path, options: argparse.Namespace) -> li
                         int(every.stats.get("topic/scored", 1)), 1),
                     "train_seconds": float(every.stats.get("topic/train_seconds", 0.0)),
                     "background_seconds": float(every.stats.get("topic/background_seconds", 0.0)),
-                    "bfs_curve": harvest_curve(focused),
+                    "bfs_curve": bfs_curve,
                 }
                 if kind == "trained" and options.plot:
                     best = crawl(site, corpus, workdir / "best", {**options.settings, "TOPIC_BEST_FIRST": True},
                                  **arguments)
-                    row["best_curve"] = harvest_curve(best)
+                    row["best_curve"] = best_curve = harvest_curve(best)
                     print(f"  {name:<12} {target:<22} harvest over the first half: breadth-first "
-                          f"{first_half(row['bfs_curve']):.2f}, best-first {first_half(row['best_curve']):.2f}")
+                          f"{first_half(bfs_curve):.2f}, best-first {first_half(best_curve):.2f}")
                 rows.append(row)
                 print_row(row)
     finally:

@@ -91,13 +91,13 @@ class _TokenTerms(dict[str, Any]):
     """Token -> its term, :data:`NO_TERM`, or the tuple of its terms when it has several;
     a token not seen yet is looked up on first use."""
 
-    def __init__(self, segmenter: Segmenter) -> None:
+    def __init__(self, terms_of: Callable[[list[str]], list[str]]) -> None:
         super().__init__()
-        self.segmenter = segmenter
+        self.terms_of = terms_of
         self.several: set[tuple[str, ...]] = set()
 
     def __missing__(self, token: str) -> str | tuple[str, ...]:
-        terms = tuple(self.segmenter._terms([token]))
+        terms = tuple(self.terms_of([token]))
         value: str | tuple[str, ...] = NO_TERM if not terms else terms[0] if len(terms) == 1 else terms
         if isinstance(value, tuple):
             self.several.add(value)
@@ -135,7 +135,7 @@ class Segmenter:
         self._added_words: list[str] = []
         self._backend: Backend | None = None
         # Token -> its terms: a page's tokens are mostly words seen on earlier pages.
-        self._token_terms = _TokenTerms(self)
+        self._token_terms = _TokenTerms(self._terms)
 
     def __getstate__(self) -> dict[str, object]:
         # Sent to a page-analysis process (topicspider.pagepool): the dictionary is
