@@ -34,6 +34,10 @@ site once with each variant:
   without their search index, to show what indexing costs a crawl;
 * **nodup** (not run unless named): plain with ``DUPLICATE_CONTENT=false``, no page's
   digest nor SimHash worked out or looked up, to show what duplicate content costs;
+* **trained**, **trained-noindex**, **trained-2proc** (not run unless named): a centroid
+  topic learnt from 10 of the site's pages against the background sampled from it,
+  scoring and storing every page; the same without the search index, and with two
+  page-analysis processes (``PAGE_PROCESSES=2``) instead of one;
 * **jobdir**, **mysql-jobdir** (not run unless named): plain and mysql with a
   ``JOBDIR``, so that the URL store is the durable frontier (every request written as
   it is queued, every URL marked finished once its page is stored), to show what
@@ -154,7 +158,7 @@ class Variant:
 
 
 VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "mysql", "noindex", "trained",
-                 "trained-noindex", "jobdir", "mysql-jobdir", "nodup")
+                 "trained-noindex", "trained-2proc", "jobdir", "mysql-jobdir", "nodup")
 TRAINING_PAGES = 10
 DEFAULT_VARIANTS = ("baseline", "plain", "jieba", "rjieba", "inline")
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
@@ -184,6 +188,8 @@ def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYS
         # sampled from it (the defaults), scoring every page; without the search index too.
         "trained": Variant("trained", everything, train=TRAINING_PAGES),
         "trained-noindex": Variant("trained-noindex", {"SEARCH_INDEX": "false", **everything}, train=TRAINING_PAGES),
+        # The trained topic with two page-analysis processes instead of one.
+        "trained-2proc": Variant("trained-2proc", {"PAGE_PROCESSES": "2", **everything}, train=TRAINING_PAGES),
         # plain and mysql with the durable frontier (a JOBDIR in the run's fresh directory).
         "jobdir": Variant("jobdir", {"JOBDIR": "job"}),
         "mysql-jobdir": Variant("mysql-jobdir", {"DATABASE_URL": mysql_url, "JOBDIR": "job"}),

@@ -164,6 +164,13 @@ def test_text_with_control_characters_is_kept_without_them():
     assert text_of(root) == "ab c x y z"
 
 
+def test_control_characters_inside_inline_elements_are_left_out_too():
+    """Regression: only a block element's own text and tail lost them (where lxml
+    refused to set them again); an inline element's text kept them."""
+    root = document_fromstring("<p>a<b>e\x03f</b>g\x1fh</p><div>i<span>j\x0bk</span></div>")
+    assert extract_blocks(root) == ["aefgh", "ijk"]
+
+
 def test_addresses_far_into_a_long_text_and_no_false_ones_from_a_window_edge():
     assert emails_in_text("文字 " * 2000 + "写信给 abc@example.com 吧" + " 文字" * 2000) == ["abc@example.com"]
     # A run longer than the window around the at sign is still one word, not an address.

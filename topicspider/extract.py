@@ -6,7 +6,6 @@ strings, so it can be unit-tested on its own and reused by later stages.
 
 from __future__ import annotations
 
-import copy
 import re
 import sys
 import unicodedata
@@ -116,18 +115,14 @@ BLOCK_BREAK = "\ue000"
 
 def extract_blocks(root: HtmlElement) -> list[str]:
     """The visible text of the page body, one string per block of text (a paragraph, a
-    heading, a list item, a table cell...): no scripts, styles, comments or markup,
-    whitespace normalised, empty blocks left out. Topic scoring reads the blocks, so
-    that those a site repeats on every page (menus, footers) can be told apart."""
+    heading, a list item, a table cell...): no scripts, styles, comments, control
+    characters or markup, whitespace normalised, empty blocks left out. Topic scoring
+    reads the blocks, so that those a site repeats on every page (menus, footers) can be
+    told apart."""
     body = root.find("body")
-    # lxml does the walking in C on a copy: a Python walk over every node cost a
-    # millisecond per page of ordinary size.
-    tree = copy.deepcopy(root if body is None else body)
-    etree.strip_elements(tree, *SKIPPED_TAGS, etree.Comment, etree.ProcessingInstruction, with_tail=False)
-    for element in tree.iter(*BLOCK_TAGS):
-        _break_around(element)
-    text = tree.xpath("string()")
-    return [block for block in (normalize_space(part) for part in text.split(BLOCK_BREAK)) if block]
+    text = str(_TEXT_WITH_BLOCK_BREAKS(root if body is None else body))
+    text = WHITESPACE.sub(" ", XML_INVALID.sub("", text))
+    return [block for block in (part.strip() for part in text.split(BLOCK_BREAK)) if block]
 
 
 def join_blocks(blocks: list[str]) -> str:
@@ -135,18 +130,23 @@ def join_blocks(blocks: list[str]) -> str:
     return " ".join(blocks)
 
 
-def _break_around(element: HtmlElement) -> None:
-    """A block element's text and tail start with a block break, so words do not run
-    together and blocks stay apart."""
-    text, tail = element.text, element.tail
-    try:
-        element.text = f"{BLOCK_BREAK}{text}" if text else BLOCK_BREAK
-        element.tail = f"{BLOCK_BREAK}{tail}" if tail else BLOCK_BREAK
-    except ValueError:
-        # The parser kept control characters that lxml refuses to set again (and has
-        # already removed the old value); they are not visible text.
-        element.text = BLOCK_BREAK + XML_INVALID.sub("", text or "")
-        element.tail = BLOCK_BREAK + XML_INVALID.sub("", tail or "")
+def _text_with_block_breaks() -> etree.XSLT:
+    """The text of a tree, each block element's between two :data:`BLOCK_BREAK`, so
+    words do not run together and blocks stay apart; skipped elements, comments and
+    processing instructions left out (their tails kept). libxslt walks the tree in C:
+    setting each block element's text and tail from Python, on a copy of the tree, took
+    twice as long (0.62 against 1.22 ms a page on the evaluation's corpora)."""
+    blocks = "|".join(sorted(BLOCK_TAGS))
+    skipped = "|".join(sorted(SKIPPED_TAGS))
+    return etree.XSLT(etree.XML(f"""\
+<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="text" encoding="utf-8"/>
+  <xsl:template match="{blocks}">&#x{ord(BLOCK_BREAK):X};<xsl:apply-templates/>&#x{ord(BLOCK_BREAK):X};</xsl:template>
+  <xsl:template match="{skipped}|comment()|processing-instruction()"/>
+</xsl:stylesheet>"""))
+
+
+_TEXT_WITH_BLOCK_BREAKS = _text_with_block_breaks()
 
 
 def truncate(text: str, max_chars: int) -> tuple[str, bool]:
