@@ -135,7 +135,7 @@ def _text_with_block_breaks() -> etree.XSLT:
     words do not run together and blocks stay apart; skipped elements, comments and
     processing instructions left out (their tails kept). libxslt walks the tree in C:
     setting each block element's text and tail from Python, on a copy of the tree, took
-    twice as long (0.62 against 1.22 ms a page on the evaluation's corpora)."""
+    twice as long (1.27 against 0.65 ms a page on the evaluation's corpora)."""
     blocks = "|".join(sorted(BLOCK_TAGS))
     skipped = "|".join(sorted(SKIPPED_TAGS))
     return etree.XSLT(etree.XML(f"""\
