@@ -23,21 +23,22 @@ site once with each variant:
 * **jieba**, **rjieba**: the same with a keyword topic (``-a topic=``, ``--topic``) and
   ``TOPIC_SEGMENTER`` set to that segmenter, so every page is segmented and scored;
   ``TOPIC_FOLLOW_ALL`` and ``TOPIC_STORE_ALL`` make it fetch and store every page, as
-  the others do, whatever its score; pages are read in the page-analysis process
-  (``PAGE_PROCESSES=1``, the default);
+  the others do, whatever its score; pages are read in the page-analysis processes
+  (``PAGE_PROCESSES=2``, the default);
 * **inline**: rjieba with ``PAGE_PROCESSES=0``, every page parsed, extracted and scored
   on the reactor thread;
-* **unpooled** (not run unless named): plain with ``PAGE_PROCESSES=0``;
+* **unpooled**, **plain-1proc** (not run unless named): plain with ``PAGE_PROCESSES=0``,
+  and with one page-analysis process;
 * **mysql** (not run unless named): plain, storing into MySQL (``--mysql-url``, a
   database dropped and created afresh before every run) instead of SQLite;
 * **noindex** (not run unless named): plain with ``SEARCH_INDEX=false``, pages stored
   without their search index, to show what indexing costs a crawl;
 * **nodup** (not run unless named): plain with ``DUPLICATE_CONTENT=false``, no page's
   digest nor SimHash worked out or looked up, to show what duplicate content costs;
-* **trained**, **trained-noindex**, **trained-2proc** (not run unless named): a centroid
+* **trained**, **trained-noindex**, **trained-1proc** (not run unless named): a centroid
   topic learnt from 10 of the site's pages against the background sampled from it,
-  scoring and storing every page; the same without the search index, and with two
-  page-analysis processes (``PAGE_PROCESSES=2``) instead of one;
+  scoring and storing every page; the same without the search index, and with one
+  page-analysis process (``PAGE_PROCESSES=1``, the default until 2026-12-06) instead of two;
 * **jobdir**, **mysql-jobdir** (not run unless named): plain and mysql with a
   ``JOBDIR``, so that the URL store is the durable frontier (every request written as
   it is queued, every URL marked finished once its page is stored), to show what
@@ -158,7 +159,7 @@ class Variant:
 
 
 VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "mysql", "noindex", "trained",
-                 "trained-noindex", "trained-2proc", "jobdir", "mysql-jobdir", "nodup")
+                 "trained-noindex", "trained-1proc", "plain-1proc", "jobdir", "mysql-jobdir", "nodup")
 TRAINING_PAGES = 10
 DEFAULT_VARIANTS = ("baseline", "plain", "jieba", "rjieba", "inline")
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
@@ -178,6 +179,8 @@ def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYS
         "inline": Variant("inline", {"TOPIC_SEGMENTER": "rjieba", "PAGE_PROCESSES": "0", **everything}, topic),
         # plain with every page read on the reactor thread.
         "unpooled": Variant("unpooled", {"PAGE_PROCESSES": "0"}),
+        # plain with one page-analysis process rather than two.
+        "plain-1proc": Variant("plain-1proc", {"PAGE_PROCESSES": "1"}),
         # plain, storing into MySQL: a database created afresh for every run.
         "mysql": Variant("mysql", {"DATABASE_URL": mysql_url}),
         # plain, storing pages without indexing them for search.
@@ -188,8 +191,8 @@ def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYS
         # sampled from it (the defaults), scoring every page; without the search index too.
         "trained": Variant("trained", everything, train=TRAINING_PAGES),
         "trained-noindex": Variant("trained-noindex", {"SEARCH_INDEX": "false", **everything}, train=TRAINING_PAGES),
-        # The trained topic with two page-analysis processes instead of one.
-        "trained-2proc": Variant("trained-2proc", {"PAGE_PROCESSES": "2", **everything}, train=TRAINING_PAGES),
+        # The trained topic with one page-analysis process instead of two.
+        "trained-1proc": Variant("trained-1proc", {"PAGE_PROCESSES": "1", **everything}, train=TRAINING_PAGES),
         # plain and mysql with the durable frontier (a JOBDIR in the run's fresh directory).
         "jobdir": Variant("jobdir", {"JOBDIR": "job"}),
         "mysql-jobdir": Variant("mysql-jobdir", {"DATABASE_URL": mysql_url, "JOBDIR": "job"}),

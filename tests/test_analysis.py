@@ -262,12 +262,13 @@ def running(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux's /proc")
 def test_page_analysis_processes_end_when_the_crawl_is_killed(tmp_path, serve) -> None:
     """A killed crawl once left its page-analysis processes running for good: they wait
-    on a queue whose other end they hold too, so the parent's death never reached them."""
+    on a queue whose other end they hold too, so the parent's death never reached them.
+    The crawl runs at the defaults, which start two of them (``PAGE_PROCESSES``)."""
     generate_site(tmp_path / "site", pages=200, links_per_page=4, seed=5)
     site = serve(tmp_path / "site")
     workdir = tmp_path / "work"
     workdir.mkdir()
-    command = crawl_command(site.url + "/", 10, {"DOWNLOAD_DELAY": 0.05, "PAGE_PROCESSES": 2})
+    command = crawl_command(site.url + "/", 10, {"DOWNLOAD_DELAY": 0.05})
     crawler = subprocess.Popen(command, cwd=workdir, env=project_env(), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     workers: set[int] = set()

@@ -1,6 +1,6 @@
 """Page analysis off the reactor thread, in worker processes.
 
-``PAGE_PROCESSES`` (default 1) worker processes run :func:`topicspider.analysis.analyse_page`
+``PAGE_PROCESSES`` (default 2) worker processes run :func:`topicspider.analysis.analyse_page`
 for the ``topic`` spider: parsing, extraction, segmentation and scoring take a few
 milliseconds of CPU per page, which would otherwise hold the reactor, the one thread
 that downloads, schedules and stores. Processes, not threads: lxml and the segmenters
