@@ -4,7 +4,8 @@ worker process (``kill``), or hangs it (``hang``), or every page killing its wor
 killing their workers, those of a third read (``hostile``); or workers that can no longer
 start once a page has killed one (``nostart``); or (``update``) pages read by two
 workers before and after the pool's rules change; or (``inline``) a pool without
-workers getting ready; prints what came back as JSON."""
+workers getting ready; or (``ready``) a pool of two workers, one slow to start, getting
+ready; prints what came back as JSON."""
 
 from __future__ import annotations
 
@@ -32,6 +33,15 @@ TIMEOUT = 3.0
 NO_START = os.environ.get("PAGEPOOL_CRASH_NO_START", "")
 if NO_START and Path(NO_START).exists() and any("spawn_main" in argument for argument in sys.orig_argv):
     os._exit(3)
+# Each worker that starts writes its pid in this folder once it has loaded; all but the
+# first take a second more to load.
+STARTED = os.environ.get("PAGEPOOL_CRASH_STARTED", "")
+if STARTED and any("spawn_main" in argument for argument in sys.orig_argv):
+    try:
+        (Path(STARTED) / "first").open("x").close()
+    except FileExistsError:
+        time.sleep(1)
+    (Path(STARTED) / str(os.getpid())).touch()
 
 
 def analyse_or_die(page: Page, rules: PageRules) -> PageAnalysis:
@@ -153,9 +163,21 @@ async def inline() -> dict[str, Any]:
             "loaded_on": loaded_on, "title": analysed.title}
 
 
+async def ready() -> dict[str, Any]:
+    """The workers that had loaded when the pool said it was ready."""
+    pool = PagePool(SimpleNamespace(stats=Stats()), 2, TIMEOUT, analyse_or_die)  # type: ignore[arg-type]
+    pool.start(PageRules())
+    await pool.ready()
+    loaded = [path.name for path in Path(STARTED).iterdir() if path.name.isdigit()]
+    pool.close()
+    return {"loaded": len(loaded)}
+
+
 async def main(mode: str) -> dict[str, Any]:
     if mode == "inline":
         return await inline()
+    if mode == "ready":
+        return await ready()
     if mode == "update":
         pool = PagePool(SimpleNamespace(stats=Stats()), 2, TIMEOUT, FUNCTIONS[mode])  # type: ignore[arg-type]
         pool.start(PageRules())

@@ -164,6 +164,13 @@ def run_pool(mode: str, **environment: str) -> dict[str, object]:
     return result
 
 
+def test_the_pool_is_ready_once_every_worker_has_loaded(tmp_path: Path) -> None:
+    """A worker that loaded first took every start call, so the pool said it was ready
+    while the second was still loading: its load then took CPU from the crawl's first
+    seconds."""
+    assert run_pool("ready", PAGEPOOL_CRASH_STARTED=str(tmp_path)) == {"loaded": 2}
+
+
 def test_without_workers_the_dictionaries_load_before_the_crawl_not_at_its_first_page() -> None:
     assert run_pool("inline") == {"loaded_before": 0, "loaded_after": 1, "loaded_on": ["other"], "title": "early 0"}
 

@@ -168,11 +168,14 @@ class PagePool:
             self._load_lock.release()
 
     def _new_executor(self, processes: int) -> ProcessPoolExecutor:
+        context = multiprocessing.get_context("spawn")
+        # worker_ready waits here: one start call answered by each worker.
+        all_started = context.Barrier(processes, timeout=WORKER_START_TIMEOUT)
         return ProcessPoolExecutor(
             processes,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=context,
             initializer=init_worker,
-            initargs=(self.rules, self.version, self.analyse_function, self.segmenter),
+            initargs=(self.rules, self.version, self.analyse_function, self.segmenter, all_started),
         )
 
     async def analyse(self, page: Page) -> PageAnalysis:

@@ -15,6 +15,7 @@ import pickle
 import signal
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page, load_dictionaries
 
@@ -26,12 +27,15 @@ STALE_RULES = "stale rules"
 _worker_rules: PageRules | None = None
 _worker_version = 0
 _worker_analyse: Analyse = analyse_page
+_all_started: Any = None  # the pool's multiprocessing Barrier, one party per worker
 
 
-def init_worker(rules: PageRules, version: int, analyse: Analyse, segmenter: str) -> None:
+def init_worker(rules: PageRules, version: int, analyse: Analyse, segmenter: str, all_started: Any = None) -> None:
     """A worker's start: ``rules`` at ``version``, read by ``analyse``, with the
-    dictionary of ``segmenter`` (if any) and the Public Suffix List loaded."""
-    global _worker_analyse
+    dictionary of ``segmenter`` (if any) and the Public Suffix List loaded;
+    ``all_started``, a barrier :func:`worker_ready` waits at."""
+    global _worker_analyse, _all_started
+    _all_started = all_started
     # Ctrl-C reaches the whole process group; the crawler decides when to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_the_crawler()
@@ -86,5 +90,10 @@ def analyse_in_worker(page: Page, version: int, rules: bytes | None) -> PageAnal
 
 
 def worker_ready() -> bool:
-    """What a worker answers once started: the pool waits for every worker's answer."""
+    """What a worker answers once started: the pool waits for as many answers as it
+    has workers. Each waits at the pool's barrier until every worker has taken one such
+    call, so that no worker answers twice for one still loading (whose load would then
+    take CPU from the crawl's first pages)."""
+    if _all_started is not None:
+        _all_started.wait()
     return True
