@@ -15,7 +15,7 @@ import pickle
 import signal
 import threading
 from collections.abc import Callable
-from typing import Any
+from multiprocessing.synchronize import Barrier
 
 from topicspider.analysis import Page, PageAnalysis, PageRules, analyse_page, load_dictionaries
 
@@ -27,10 +27,11 @@ STALE_RULES = "stale rules"
 _worker_rules: PageRules | None = None
 _worker_version = 0
 _worker_analyse: Analyse = analyse_page
-_all_started: Any = None  # the pool's multiprocessing Barrier, one party per worker
+_all_started: Barrier | None = None  # the pool's, one party per worker
 
 
-def init_worker(rules: PageRules, version: int, analyse: Analyse, segmenter: str, all_started: Any = None) -> None:
+def init_worker(rules: PageRules, version: int, analyse: Analyse, segmenter: str,
+                all_started: Barrier | None = None) -> None:
     """A worker's start: ``rules`` at ``version``, read by ``analyse``, with the
     dictionary of ``segmenter`` (if any) and the Public Suffix List loaded;
     ``all_started``, a barrier :func:`worker_ready` waits at."""

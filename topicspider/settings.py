@@ -178,8 +178,8 @@ TOPIC_BEST_FIRST = False
 TOPIC_TRAIN_OUTPUT = ""
 # Processes that parse, extract and score pages off the reactor thread; 0 parses on it.
 # One fell behind the reactor with a trained topic (analysis takes more of a page's CPU
-# than the reactor does), even on two cores: two kept 1.06 of stock Scrapy's pages/s on
-# 20,000 pages against 0.84 (docs/benchmarks.md, "Cost of a trained topic").
+# than the reactor does), even on two cores: two kept 1.06 and 0.94 of stock Scrapy's
+# pages/s on 20,000 pages in two runs, one 0.84 (docs/benchmarks.md, "Cost of a trained topic").
 PAGE_PROCESSES = 2
 PAGE_TIMEOUT = 60.0  # seconds a page may hold a worker before it is stopped
 # Duplicate content (topicspider.duplicates): a page whose text an earlier page has is
