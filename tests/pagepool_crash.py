@@ -28,15 +28,17 @@ from topicspider.pagepool import PageLost, PagePool, SiteQuarantined
 
 KILLER = "http://www.example.cn/kill.html"
 TIMEOUT = 3.0
-# Once this file exists, a page-analysis process dies as it starts: it imports this
-# module to unpickle its analysis function.
+# A page-analysis process imports this module as it starts, to unpickle its analysis
+# function: what follows runs there too.
+IN_A_WORKER = any("spawn_main" in argument for argument in sys.orig_argv)
+# Once this file exists, a page-analysis process dies as it starts.
 NO_START = os.environ.get("PAGEPOOL_CRASH_NO_START", "")
-if NO_START and Path(NO_START).exists() and any("spawn_main" in argument for argument in sys.orig_argv):
+if NO_START and Path(NO_START).exists() and IN_A_WORKER:
     os._exit(3)
 # Each worker that starts writes its pid in this folder once it has loaded; all but the
 # first take a second more to load.
 STARTED = os.environ.get("PAGEPOOL_CRASH_STARTED", "")
-if STARTED and any("spawn_main" in argument for argument in sys.orig_argv):
+if STARTED and IN_A_WORKER:
     try:
         (Path(STARTED) / "first").open("x").close()
     except FileExistsError:
