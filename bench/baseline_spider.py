@@ -10,16 +10,19 @@ Run outside the project (no ``scrapy.cfg`` above the working directory, no
 It follows every same-host ``a[href]`` link, yields ``{url, title}`` per page, and at
 close writes ``result.json``: pages received, items, crawl seconds (spider opened to
 spider closed, on the monotonic clock, as topicspider's report measures it), the
-reactor thread's CPU seconds over the same span, and the bot name, which tells
-whether a project's settings leaked in.
+reactor thread's CPU seconds and the garbage collector's seconds over the same span,
+and the bot name, which tells whether a project's settings leaked in. ``-a
+gc_thresholds=A,B,C`` sets the garbage collector's thresholds first, as topicspider's
+``GC_THRESHOLDS`` does (the benchmark's ``baseline-gc``).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from time import monotonic, thread_time
+from time import monotonic, perf_counter, thread_time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,8 +49,10 @@ class BaselineSpider(scrapy.Spider):
         "REMOTE_CONTROL_ENABLED": False,
     }
 
-    def __init__(self, url: str = "", result: str = "", **kwargs: Any) -> None:
+    def __init__(self, url: str = "", result: str = "", gc_thresholds: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if gc_thresholds:  # what topicspider's GC_THRESHOLDS does, for the benchmark's baseline-gc
+            gc.set_threshold(*(int(part) for part in gc_thresholds.split(",")))
         if not url:
             raise ValueError("give the start page: -a url=http://HOST:PORT/")
         self.start_urls = [url]
@@ -55,6 +60,7 @@ class BaselineSpider(scrapy.Spider):
         self.result_path = result
         self.opened_at = 0.0
         self.reactor_cpu_at = 0.0
+        self.gc_seconds = self.collection_started = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BaselineSpider:
@@ -65,6 +71,13 @@ class BaselineSpider(scrapy.Spider):
     def spider_opened(self) -> None:
         self.opened_at = monotonic()
         self.reactor_cpu_at = thread_time()  # signals run on the reactor thread
+        gc.callbacks.append(self._collected)
+
+    def _collected(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self.collection_started = perf_counter()
+        else:
+            self.gc_seconds += perf_counter() - self.collection_started
 
     def parse(self, response: Response) -> Iterator[dict[str, Any] | Request]:
         yield {"url": response.url, "title": response.css("title::text").get()}
@@ -85,6 +98,7 @@ class BaselineSpider(scrapy.Spider):
             "items": stats.get_value("item_scraped_count", 0),
             "elapsed_seconds": elapsed,
             "reactor_cpu_seconds": reactor_cpu,
+            "gc_seconds": self.gc_seconds,  # the garbage collector's, from spider opened
             "finish_reason": reason,
             "bot_name": self.settings.get("BOT_NAME"),
         }

@@ -39,6 +39,10 @@ site once with each variant:
   topic learnt from 10 of the site's pages against the background sampled from it,
   scoring and storing every page; the same without the search index, and with one
   page-analysis process (``PAGE_PROCESSES=1``, the default until 2026-12-06) instead of two;
+* **plain-pygc**, **trained-pygc**, **baseline-gc** (not run unless named): plain and
+  trained with Python's own thresholds for the crawler's garbage collector
+  (``GC_THRESHOLDS`` empty: 700, 10, 10), and the baseline with topicspider's
+  (``-a gc_thresholds=``), to show what the setting is worth to each;
 * **jobdir**, **mysql-jobdir** (not run unless named): plain and mysql with a
   ``JOBDIR``, so that the URL store is the durable frontier (every request written as
   it is queued, every URL marked finished once its page is stored), to show what
@@ -151,7 +155,9 @@ class Variant:
 
     @property
     def is_baseline(self) -> bool:
-        return self.name == "baseline"
+        """Stock Scrapy's spider (``baseline``, or ``baseline-gc`` with the crawler's
+        garbage collector tuned as topicspider's is); ratios are to ``baseline``."""
+        return self.name.startswith("baseline")
 
     @property
     def initial(self) -> str:
@@ -159,7 +165,8 @@ class Variant:
 
 
 VARIANT_NAMES = ("baseline", "plain", "jieba", "rjieba", "inline", "unpooled", "mysql", "noindex", "trained",
-                 "trained-noindex", "trained-1proc", "plain-1proc", "jobdir", "mysql-jobdir", "nodup")
+                 "trained-noindex", "trained-1proc", "plain-1proc", "jobdir", "mysql-jobdir", "nodup",
+                 "plain-pygc", "trained-pygc", "baseline-gc")
 TRAINING_PAGES = 10
 DEFAULT_VARIANTS = ("baseline", "plain", "jieba", "rjieba", "inline")
 DEFAULT_MYSQL_URL = "mysql://root@127.0.0.1:3306/topicspider_bench"
@@ -172,6 +179,8 @@ def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYS
     everything = {"TOPIC_FOLLOW_ALL": "true", "TOPIC_STORE_ALL": "true"}
     table = {
         "baseline": Variant("baseline"),
+        # The baseline with the garbage collector's thresholds topicspider sets (GC_THRESHOLDS).
+        "baseline-gc": Variant("baseline-gc", {"GC_THRESHOLDS": ",".join(map(str, project_settings.GC_THRESHOLDS))}),
         "plain": Variant("plain"),
         "jieba": Variant("jieba", {"TOPIC_SEGMENTER": "jieba", **everything}, topic),
         "rjieba": Variant("rjieba", {"TOPIC_SEGMENTER": "rjieba", **everything}, topic),
@@ -193,6 +202,9 @@ def make_variants(names: Sequence[str], topic: str, mysql_url: str = DEFAULT_MYS
         "trained-noindex": Variant("trained-noindex", {"SEARCH_INDEX": "false", **everything}, train=TRAINING_PAGES),
         # The trained topic with one page-analysis process instead of two.
         "trained-1proc": Variant("trained-1proc", {"PAGE_PROCESSES": "1", **everything}, train=TRAINING_PAGES),
+        # plain and trained with Python's own garbage collector thresholds (700, 10, 10).
+        "plain-pygc": Variant("plain-pygc", {"GC_THRESHOLDS": ""}),
+        "trained-pygc": Variant("trained-pygc", {"GC_THRESHOLDS": "", **everything}, train=TRAINING_PAGES),
         # plain and mysql with the durable frontier (a JOBDIR in the run's fresh directory).
         "jobdir": Variant("jobdir", {"JOBDIR": "job"}),
         "mysql-jobdir": Variant("mysql-jobdir", {"DATABASE_URL": mysql_url, "JOBDIR": "job"}),
@@ -217,6 +229,7 @@ class Run:
     max_rss_mb: float = 0.0  # the largest resident set among them
     reactor_cpu: float | None = None  # the reactor thread's CPU seconds, spider opened to closed
     thirds: float | None = None  # request rate over the last third of the pages, over the first third's
+    gc_seconds: float | None = None  # the crawler process's garbage collections while it crawled
 
     @property
     def rate(self) -> float:
@@ -235,6 +248,11 @@ class Run:
     def reactor_us(self) -> float | None:
         """The reactor thread's CPU microseconds per page."""
         return None if self.reactor_cpu is None else 1e6 * self.reactor_cpu / self.pages
+
+    @property
+    def gc_share(self) -> float | None:
+        """The share of the crawl's seconds the crawler process spent collecting garbage."""
+        return None if self.gc_seconds is None else self.gc_seconds / self.elapsed
 
     @property
     def score_ms(self) -> float | None:
@@ -565,7 +583,7 @@ def run_topicspider(site: Site, workdir: Path, shared: Mapping[str, object], tim
                store_writes=stats.get("dupefilter/store_writes", 0),
                store_batches=stats.get("dupefilter/store_batches", 0), cpu=process.cpu,
                max_rss_mb=process.max_rss_mb, reactor_cpu=stats.get("crawl/reactor_cpu_seconds"),
-               thirds=served.thirds)
+               thirds=served.thirds, gc_seconds=stats.get("gc/seconds"))
 
 
 def count_sqlite_pages(path: Path) -> int:
@@ -602,13 +620,16 @@ def count_mysql_pages(url: str) -> int:
     return int(count)
 
 
-def run_baseline(site: Site, workdir: Path, shared: Mapping[str, object], timeout: float) -> Run:
+def run_baseline(site: Site, workdir: Path, shared: Mapping[str, object], timeout: float,
+                 variant: Variant = Variant("baseline")) -> Run:
     if workdir.resolve().is_relative_to(REPO):
         raise BenchFailure(f"the baseline must run outside the repository, not in {workdir}")
     result_path = workdir / "result.json"
     command = [sys.executable, "-m", "scrapy", "runspider", str(BASELINE_SPIDER),
                "-a", f"url={site.url}", "-a", f"result={result_path}", *_setting_args(shared)]
-    process = _run(command, workdir, _baseline_env(), timeout, "baseline")
+    if "GC_THRESHOLDS" in variant.settings:
+        command += ["-a", f"gc_thresholds={variant.settings['GC_THRESHOLDS']}"]
+    process = _run(command, workdir, _baseline_env(), timeout, variant.name)
     if not result_path.exists():
         raise BenchFailure(f"baseline wrote no result.json:\n{_tail(workdir / 'stderr.txt')}")
     result = json.loads(result_path.read_text())
@@ -619,15 +640,15 @@ def run_baseline(site: Site, workdir: Path, shared: Mapping[str, object], timeou
             f"baseline: {result['items']} items, finish reason {result['finish_reason']!r}; "
             f"expected {len(site.depths)} pages; see {workdir}"
         )
-    served = site.check_requests("baseline", workdir)
-    return Run("baseline", result["pages"], result["elapsed_seconds"], process.wall, served.requests, served.span,
+    served = site.check_requests(variant.name, workdir)
+    return Run(variant.name, result["pages"], result["elapsed_seconds"], process.wall, served.requests, served.span,
                cpu=process.cpu, max_rss_mb=process.max_rss_mb, reactor_cpu=result.get("reactor_cpu_seconds"),
-               thirds=served.thirds)
+               thirds=served.thirds, gc_seconds=result.get("gc_seconds"))
 
 
 def crawler_for(variant: Variant) -> Callable[[Site, Path, Mapping[str, object], float], Run]:
     """The function that crawls the site once as ``variant``."""
-    return run_baseline if variant.is_baseline else partial(run_topicspider, variant=variant)
+    return partial(run_baseline if variant.is_baseline else run_topicspider, variant=variant)
 
 
 def _load_baseline_settings() -> dict[str, Any]:
@@ -668,8 +689,10 @@ def print_conditions(options: argparse.Namespace, site: Site, shared: Mapping[st
     print("  shared        " + " ".join(f"-s {k}={v}" for k, v in shared.items()))
     for variant in variants:
         if variant.is_baseline:
-            print(f"  baseline      python -m scrapy runspider {BASELINE_SPIDER.relative_to(REPO)} "
-                  f"-a url={site.url} -a result=result.json " + " ".join(_setting_args(shared)))
+            tuned = (f" -a gc_thresholds={variant.settings['GC_THRESHOLDS']}"
+                     if "GC_THRESHOLDS" in variant.settings else "")
+            print(f"  {variant.name:<13} python -m scrapy runspider {BASELINE_SPIDER.relative_to(REPO)} "
+                  f"-a url={site.url} -a result=result.json{tuned} " + " ".join(_setting_args(shared)))
         else:
             print(f"  {variant.name:<13} " + " ".join(["python", *topicspider_command(site, shared, variant)[1:]]))
     if any(not variant.is_baseline for variant in variants):
@@ -765,16 +788,18 @@ def _median_text(values: Sequence[float | None], form: str) -> str:
 def print_costs(variants: Sequence[Variant], rounds: Sequence[Round]) -> None:
     """Per variant, medians over the rounds: CPU seconds per 1000 pages (the crawler
     and its page-analysis processes), the reactor thread's CPU per page, the peak
-    RSS of any one process, and how the request rate held up (last third against first)."""
+    RSS of any one process, how the request rate held up (last third against first), and
+    the share of the crawl the crawler process spent collecting garbage."""
     header = (f"{'variant':<9} {'CPU s/1000 pages':>17} {'reactor µs/page':>16} {'peak RSS MB':>12} "
-              f"{'last/first third':>17}")
+              f"{'last/first third':>17} {'GC % of crawl':>14}")
     _print_head("costs: medians over the rounds (CPU: all processes, whole run, start-up included)", header)
     for variant in variants:
         runs = [r[variant.name] for _, r in rounds]
         print(f"{variant.name:<9} {_median_text([r.cpu_per_1000 for r in runs], '.2f'):>17} "
               f"{_median_text([r.reactor_us for r in runs], '.0f'):>16} "
               f"{_median_text([r.max_rss_mb for r in runs], '.0f'):>12} "
-              f"{_median_text([r.thirds for r in runs], '.3f'):>17}")
+              f"{_median_text([r.thirds for r in runs], '.3f'):>17} "
+              f"{_median_text([None if r.gc_share is None else 100 * r.gc_share for r in runs], '.1f'):>14}")
     print()
     for variant in variants:
         thirds = [r[variant.name].thirds for _, r in rounds if r[variant.name].thirds is not None]

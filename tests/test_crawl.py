@@ -335,6 +335,7 @@ def test_chinese_pages_in_every_encoding_are_stored_right(serve, crawl):
     (["-s", "DUPLICATE_NEAR_DISTANCE=16"], "DUPLICATE_NEAR_DISTANCE must be from -1 to 7, got 16"),
     (["-s", "DUPLICATE_NEAR_DISTANCE=-2"], "DUPLICATE_NEAR_DISTANCE must be at least -1, got -2"),
     (["-s", "DUPLICATE_NEAR_DISTANCE=three"], "DUPLICATE_NEAR_DISTANCE must be an integer, got 'three'"),
+    (["-s", "GC_THRESHOLDS=50000,20"], "GC_THRESHOLDS must be three whole numbers, each at least 1, got '50000,20'"),
 ])
 def test_bad_input_gets_one_error_line_before_any_request(tmp_path, serve, arguments, message):
     generate_site(tmp_path / "site", pages=2, links_per_page=1)

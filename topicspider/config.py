@@ -292,6 +292,22 @@ def near_distance_from(settings: BaseSettings) -> int | None:
 PARAMETER_NAME = re.compile(r"[A-Za-z0-9_.~-]{1,100}")
 
 
+def gc_thresholds_from(settings: BaseSettings) -> tuple[int, int, int] | None:
+    """``GC_THRESHOLDS``: the three thresholds of Python's ``gc.set_threshold``, or None
+    to keep Python's own (an empty value)."""
+    raw = settings.get("GC_THRESHOLDS")
+    parts = settings.getlist("GC_THRESHOLDS")
+    if not parts:
+        return None
+    try:
+        numbers = tuple(int(str(part).strip()) for part in parts)
+    except ValueError:
+        numbers = ()
+    if len(numbers) != 3 or min(numbers) < 1:
+        raise ConfigError(f"GC_THRESHOLDS must be three whole numbers, each at least 1, got {raw!r}")
+    return numbers[0], numbers[1], numbers[2]
+
+
 def check_typed_settings(settings: BaseSettings) -> None:
     """Raise :class:`ConfigError` for the first typed setting with a bad value."""
     for name in BOOL_SETTINGS:
@@ -302,3 +318,4 @@ def check_typed_settings(settings: BaseSettings) -> None:
         get_float(settings, name)
     url_rules_from(settings)
     near_distance_from(settings)
+    gc_thresholds_from(settings)

@@ -95,6 +95,7 @@ EXTENSIONS = {
     "topicspider.extensions.livestatus.LiveStatus": 530,
     "topicspider.extensions.control.CrawlControl": 540,
     "topicspider.extensions.progress.Progress": 550,
+    "topicspider.extensions.gctuning.GarbageCollection": 560,
 }
 # The progress line (PROGRESS_INTERVAL) replaces Scrapy's once-a-minute LogStats line.
 LOGSTATS_INTERVAL = 0.0
@@ -181,6 +182,10 @@ TOPIC_TRAIN_OUTPUT = ""
 # than the reactor does), even on two cores: two kept 1.06 and 0.94 of stock Scrapy's
 # pages/s on 20,000 pages in two runs, one 0.84 (docs/benchmarks.md, "Cost of a trained topic").
 PAGE_PROCESSES = 2
+# The crawler process's garbage collector, Python's gc.set_threshold (empty: Python's
+# own, 700, 10, 10). At Python's, the collector took 13% of an 8,000-page crawl with a
+# trained topic, 0.2% at these (docs/benchmarks.md, "The garbage collector").
+GC_THRESHOLDS = (50_000, 20, 10)
 PAGE_TIMEOUT = 60.0  # seconds a page may hold a worker before it is stopped
 # Duplicate content (topicspider.duplicates): a page whose text an earlier page has is
 # stored as an alias of it, and its links are not followed unless no copy's were; pages whose SimHashes are
