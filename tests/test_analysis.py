@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from scrapy import Request
 
 from tests.test_focus import KEYWORDS, OFF_TOPIC, ON_TOPIC, mixed_site  # noqa: F401 (fixture)
 from topicspider.analysis import Link, Page, PageRules, analyse_page
-from topicspider.fingerprint import url_fingerprint
+from topicspider.fingerprint import CanonicalURLFingerprinter, url_fingerprint
 from topicspider.localsite import generate_site, page_html
 from topicspider.runner import crawl_command, project_env
 from topicspider.topic.lexicon import keywords_lexicon
@@ -28,12 +29,27 @@ SITE = "example.cn"
 URL = "http://www.example.cn/a/page.html"
 
 
+def link(url: str) -> Link:
+    """The link to ``url``, with the fingerprint the frontier gives its request."""
+    return Link(url, CanonicalURLFingerprinter(strip_trailing_slash=True).fingerprint(Request(url)))
+
+
 def topic(**options: float) -> Topic:
     return Topic(keywords_lexicon(KEYWORDS.split(",")), Segmenter("rjieba"), **options)
 
 
 def page(html: str, *, depth: int = 1, encoding: str = "utf-8", headers: tuple[str, ...] = ()) -> Page:
     return Page(URL, html.encode(encoding), encoding, SITE, depth, headers)
+
+
+def test_a_links_fingerprint_is_the_one_its_request_gets() -> None:
+    html = page_html("t", "x", ["中文 页.html", "/q?b=2&a=1", "/dir/", "HTTP://WWW.EXAMPLE.CN/Up", "/a%2fb?x=%E4%B8%AD",
+                                "/p;jsessionid=1234?x=1"])
+    analysis = analyse_page(page(html), PageRules())
+    fingerprinter = CanonicalURLFingerprinter(strip_trailing_slash=True)
+    assert len(analysis.links) == 6
+    for found in analysis.links:
+        assert found.fingerprint == fingerprinter.fingerprint(Request(found.url)), found.url
 
 
 def test_title_text_emails_and_links_of_a_page() -> None:
@@ -43,8 +59,8 @@ def test_title_text_emails_and_links_of_a_page() -> None:
     analysis = analyse_page(page(html), PageRules())
     assert analysis.title == "电子表格教程"
     assert ON_TOPIC in analysis.text and analysis.emails == ["service@example.cn", "x@example.cn"]
-    assert analysis.links == [Link("http://www.example.cn/a/b.html"), Link("http://www.example.cn/c"),
-                              Link("http://news.example.cn/d")]
+    assert analysis.links == [link("http://www.example.cn/a/b.html"), link("http://www.example.cn/c"),
+                              link("http://news.example.cn/d")]
     assert analysis.counts == {"links/insite": 3, "links/offsite": 1, "links/dropped/extension": 1,
                                "links/dropped/scheme": 1}
     assert analysis.relevance is None and analysis.relevant is None and not analysis.noindex
@@ -73,7 +89,7 @@ def test_session_ids_are_stripped_and_traps_left_with_their_reason() -> None:
         "b.html?PHPSESSID=1", "b.html?PHPSESSID=2", "b.html;jsessionid=X", "rep/a/a/a/", "c.html?q=" + "y" * 3000,
     ])
     analysis = analyse_page(page(html), PageRules())
-    assert analysis.links == [Link("http://www.example.cn/a/b.html")]
+    assert analysis.links == [link("http://www.example.cn/a/b.html")]
     assert analysis.dropped == [(url_fingerprint("http://www.example.cn/a/rep/a/a/a/"), "trap")]
     assert analysis.counts["links/session_ids_stripped"] == 3 and analysis.counts["links/dropped/path_repetition"] == 1
     assert analysis.counts["links/dropped/too_long"] == 1
@@ -86,7 +102,7 @@ def test_session_ids_are_stripped_and_traps_left_with_their_reason() -> None:
 def test_links_the_users_rules_refuse_are_left_as_filtered() -> None:
     rules = PageRules(url_rules=URLRules(url_filter=parse_url_filter("-/private/\n+.")))
     analysis = analyse_page(page(page_html("t", "x", ["private/b.html", "c.html", "/private/"])), rules)
-    assert analysis.links == [Link("http://www.example.cn/a/c.html")]
+    assert analysis.links == [link("http://www.example.cn/a/c.html")]
     assert analysis.dropped == [(url_fingerprint("http://www.example.cn/a/private/b.html"), "filter"),
                                 (url_fingerprint("http://www.example.cn/private/"), "filter")]
     assert analysis.counts["links/dropped/url_filter"] == 2
@@ -95,7 +111,7 @@ def test_links_the_users_rules_refuse_are_left_as_filtered() -> None:
 def test_a_url_linked_nofollow_then_plainly_on_one_page_is_followed() -> None:
     html = page_html("t", "x", ["b.html", "b.html"]).replace('<a href="b.html"', '<a rel="nofollow" href="b.html"', 1)
     analysis = analyse_page(page(html), PageRules())
-    assert analysis.links == [Link("http://www.example.cn/a/b.html")]
+    assert analysis.links == [link("http://www.example.cn/a/b.html")]
     assert analysis.counts == {"robots/rel_nofollow": 1, "links/insite": 1}
 
 
@@ -120,7 +136,7 @@ def test_links_of_irrelevant_pages_are_not_followed_except_from_seeds() -> None:
     analysis = analyse_page(page(html), rules)
     assert analysis.relevant is False and analysis.links == []
     assert analysis.counts == {"topic/links_not_followed": 1}
-    assert analyse_page(page(html, depth=0), rules).links == [Link("http://www.example.cn/a/b.html")]
+    assert analyse_page(page(html, depth=0), rules).links == [link("http://www.example.cn/a/b.html")]
     assert analyse_page(page(html), PageRules(topic=topic(), follow_all=True)).links
 
 

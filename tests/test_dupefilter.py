@@ -70,6 +70,23 @@ def test_a_small_lru_refetches_nothing(tmp_path, serve, crawl):
     assert "dupefilter/store_lookups" not in large.stats
 
 
+def test_links_to_urls_memory_knows_make_no_request(tmp_path, serve, crawl):
+    depths = generate_site(tmp_path / "site", pages=200, links_per_page=6, seed=3)
+    site = serve(tmp_path / "site")
+
+    result = crawl(site.url + "/", depth=max(depths.values()))
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    requested = Counter(site.paths())
+    assert set(requested) == set(depths) and max(requested.values()) == 1
+    assert len(result.pages()) == 200
+    stats = result.stats
+    # Counted as the dupefilter's duplicates too; the rest of those are links whose
+    # request was on its way to the frontier when another page's link was read.
+    assert stats["links/known"] <= stats["dupefilter/filtered"]
+    assert stats["links/known"] >= 0.8 * stats["dupefilter/filtered"] > 0
+
+
 def test_pause_and_resume_with_jobdir(tmp_path, serve):
     depths = generate_site(tmp_path / "site", pages=150, links_per_page=4, seed=5)
     site = serve(tmp_path / "site")

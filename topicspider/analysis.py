@@ -85,9 +85,13 @@ class Page:
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    """A same-site page link to request; ``priority`` only in best-first mode."""
+    """A same-site page link to request; ``priority`` only in best-first mode.
+    ``fingerprint`` is its request's (:func:`topicspider.fingerprint.identity_digest` of
+    its canonical URL), worked out here, off the reactor thread, so that a link to a URL
+    the frontier knows costs the spider no request."""
 
     url: str
+    fingerprint: bytes
     priority: int | None = None
 
 
@@ -237,7 +241,7 @@ def _links_to_follow(
         if rules.best_first and relevance is not None:
             priority = link_priority(rules, relevance, link.text if anchors_left > 0 else "")
             anchors_left -= 1
-        wanted.append(Link(url, priority))
+        wanted.append(Link(url, identity_digest(identity), priority))
     return wanted
 
 

@@ -254,7 +254,8 @@ class LRUDupeFilter(BaseDupeFilter):
                 self.store = None
             self.pool.stop()
 
-    def log(self, request: Request, spider: Spider | None = None) -> None:
+    def log(self, request: Request | str, spider: Spider | None = None) -> None:
+        """Count a duplicate: a request, or a page's link for which none was made."""
         self.stats.inc_value("dupefilter/filtered")
         if self.debug:
             logger.debug("Filtered duplicate request: %s", request)

@@ -249,13 +249,30 @@ class FrontierScheduler(Scheduler):
             # copied it; the new URL must be paced as its own host.
             request.meta.pop(Downloader.DOWNLOAD_SLOT, None)
 
+    def known_link(self, fingerprint: bytes, url: str) -> bool:
+        """Whether a page's link (its request's ``fingerprint``) leads to a URL memory
+        knows the crawl has met: then it is counted as the dupefilter's duplicate, and
+        the spider makes no request of it, which would only cost the spider middlewares,
+        the engine and this scheduler their turn to find the same. Links the store alone
+        knows go the way of any request."""
+        if self.df.verdict(fingerprint) is Verdict.SEEN or self._on_its_way(fingerprint):
+            self.df.log(f"<GET {url}>", self.spider)
+            self._count("links/known")
+            return True
+        return False
+
+    def _on_its_way(self, fingerprint: bytes) -> bool:
+        """Whether a request of ``fingerprint`` was taken in and not yet settled: waiting
+        for the store's word."""
+        return fingerprint in self.unresolved
+
     def enqueue_request(self, request: Request) -> bool:
         self._forget_download_slot(request)
         if request.dont_filter or self.df.redirect_within_identity(request):
             return self._requeue(request)
         fingerprint = self.df.fingerprint(request)
         verdict = self.df.verdict(fingerprint)
-        if verdict is Verdict.SEEN or fingerprint in self.unresolved:
+        if verdict is Verdict.SEEN or self._on_its_way(fingerprint):
             self.df.log(request, self.spider)
             return False
         if verdict is Verdict.UNKNOWN:

@@ -206,6 +206,10 @@ class ClusterScheduler(FrontierScheduler):
 
     # Requests in
 
+    def _on_its_way(self, fingerprint: bytes) -> bool:
+        """Whether a request of ``fingerprint`` was taken in and is being claimed in Redis."""
+        return fingerprint in self.claiming
+
     def enqueue_request(self, request: Request) -> bool:
         if request.meta.pop(RETURNED_META, False):
             self._returned(request)
@@ -215,7 +219,7 @@ class ClusterScheduler(FrontierScheduler):
         self._forget_download_slot(request)
         fingerprint = self.df.fingerprint(request)
         claim = not (request.dont_filter or self.df.redirect_within_identity(request))
-        if claim and (fingerprint in self.claiming or self.df.verdict(fingerprint) is Verdict.SEEN):
+        if claim and (self._on_its_way(fingerprint) or self.df.verdict(fingerprint) is Verdict.SEEN):
             self.df.log(request, self.spider)
             return False
         try:

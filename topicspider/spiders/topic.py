@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -439,11 +439,21 @@ class TopicSpider(scrapy.Spider):
             return  # reading the archive again, not crawling: no link is followed
         if analysis.dropped:
             self.crawler.signals.send_catch_log(links_dropped, links=analysis.dropped)
+        known_link = self._known_link()
         for link in analysis.links:
+            if known_link is not None and known_link(link.fingerprint, link.url):
+                continue  # a duplicate, counted: no request to make
             request = self._request(link.url, site)
             if link.priority is not None:
                 request.priority = link.priority
             yield request
+
+    def _known_link(self) -> Callable[[bytes, str], bool] | None:
+        """The frontier's check of a link to a URL it knows (``known_link`` of
+        :class:`~topicspider.scheduler.FrontierScheduler`), or None for a scheduler
+        without one: its links all go to it as requests."""
+        engine = self.crawler.engine
+        return getattr(engine.scheduler, "known_link", None) if engine is not None else None
 
     async def _content_verdict(self, item: PageItem, analysis: PageAnalysis, response: Response) -> Verdict:
         """Whether the page repeats the text of one stored before, marked on its item and
