@@ -627,9 +627,7 @@ def run_baseline(site: Site, workdir: Path, shared: Mapping[str, object], timeou
     result_path = workdir / "result.json"
     command = [sys.executable, "-m", "scrapy", "runspider", str(BASELINE_SPIDER),
                "-a", f"url={site.url}", "-a", f"result={result_path}", *_setting_args(shared)]
-    if "GC_THRESHOLDS" in variant.settings:
-        command += ["-a", f"gc_thresholds={variant.settings['GC_THRESHOLDS']}"]
-    process = _run(command, workdir, _baseline_env(), timeout, variant.name)
+    process = _run(command + _baseline_arguments(variant), workdir, _baseline_env(), timeout, variant.name)
     if not result_path.exists():
         raise BenchFailure(f"baseline wrote no result.json:\n{_tail(workdir / 'stderr.txt')}")
     result = json.loads(result_path.read_text())
@@ -644,6 +642,13 @@ def run_baseline(site: Site, workdir: Path, shared: Mapping[str, object], timeou
     return Run(variant.name, result["pages"], result["elapsed_seconds"], process.wall, served.requests, served.span,
                cpu=process.cpu, max_rss_mb=process.max_rss_mb, reactor_cpu=result.get("reactor_cpu_seconds"),
                thirds=served.thirds, gc_seconds=result.get("gc_seconds"))
+
+
+def _baseline_arguments(variant: Variant) -> list[str]:
+    """The baseline spider's arguments beyond its URL and result file: ``baseline-gc``'s thresholds."""
+    if "GC_THRESHOLDS" not in variant.settings:
+        return []
+    return ["-a", f"gc_thresholds={variant.settings['GC_THRESHOLDS']}"]
 
 
 def crawler_for(variant: Variant) -> Callable[[Site, Path, Mapping[str, object], float], Run]:
@@ -689,10 +694,9 @@ def print_conditions(options: argparse.Namespace, site: Site, shared: Mapping[st
     print("  shared        " + " ".join(f"-s {k}={v}" for k, v in shared.items()))
     for variant in variants:
         if variant.is_baseline:
-            tuned = (f" -a gc_thresholds={variant.settings['GC_THRESHOLDS']}"
-                     if "GC_THRESHOLDS" in variant.settings else "")
             print(f"  {variant.name:<13} python -m scrapy runspider {BASELINE_SPIDER.relative_to(REPO)} "
-                  f"-a url={site.url} -a result=result.json{tuned} " + " ".join(_setting_args(shared)))
+                  f"-a url={site.url} -a result=result.json " + " ".join([*_baseline_arguments(variant),
+                                                                          *_setting_args(shared)]))
         else:
             print(f"  {variant.name:<13} " + " ".join(["python", *topicspider_command(site, shared, variant)[1:]]))
     if any(not variant.is_baseline for variant in variants):

@@ -9,9 +9,9 @@ Why: a crawl allocates Scrapy's requests, responses, Deferreds and asyncio tasks
 hundred a page, and nearly all of them die by reference counting. At Python's threshold
 of 700 new objects, the young generation is collected every few pages, each time
 walking every object still in flight, and the oldest generation, holding the crawl's
-queues and maps, is walked whole again and again: measured, stock Scrapy's breadth-first
-spider spent about a quarter of its time in the collector on 8,000 pages, topicspider
-13% (docs/benchmarks.md, *The garbage collector*). Cycles still die, in fewer
+queues and maps, is walked whole again and again: measured on 8,000 pages, stock
+Scrapy's breadth-first spider spent 23% of its time in the collector, topicspider with
+a trained topic 13% (docs/benchmarks.md, *The garbage collector*). Cycles still die, in fewer
 collections. Only the crawler's process is tuned; the page-analysis processes allocate
 little that lives.
 
