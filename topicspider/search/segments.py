@@ -4,11 +4,13 @@ Each batch of pages the storage pipeline writes becomes one new segment: a row p
 distinct term of the batch, its pages packed in a blob, where a table of plain postings
 wrote a row per term per page (``bench/bench_index.py``: half the client's CPU a
 page, and queries much faster on a large index). Tables
-(MySQL schema 7, :mod:`topicspider.storage.mysql`):
+(MySQL schema 8, :mod:`topicspider.storage.mysql`):
 
-* ``search_segments (term, segment, postings)``: :data:`POSTING` records, one per page
+* ``search_segments (segment, term, postings)``: :data:`POSTING` records, one per page
   of the segment holding the term: the page id, the batch that wrote it, the term's
-  weighted count and the page's number of index terms (BM25's length);
+  weighted count and the page's number of index terms (BM25's length). Kept in the
+  order of segment, then term, so that a segment's rows lie together, as a Lucene
+  segment is a file of its own: a batch is appended, a merge reads only its segments;
 * ``search_segment_info (id, tier, pages, live)``: each segment's size, and how many of
   its pages are still indexed there; a batch's id is its segment's when written;
 * ``search_index_pages (page_id, length, batch, segment)``: every indexed page, where
@@ -353,6 +355,21 @@ def _delete_segments(cursor: Any, segments: list[int]) -> None:
         marks = MYSQL.marks(len(chunk))
         for table, column in SEGMENT_COLUMNS:
             cursor.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
+
+
+def order_by_segment(connection: Any) -> None:
+    """Schema 8's migration: ``search_segments`` ordered by segment, then term (schema 7
+    ordered it by term). InnoDB keeps a table in its primary key's order: by term, a
+    segment's rows lay all over the table, so that a batch wrote all over it and a merge
+    read all of it, which cost more as the index outgrew the server's buffer pool. A
+    query's terms are found by their own key. Done already: nothing to do."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT column_name FROM information_schema.statistics WHERE table_schema = DATABASE() "
+                       "AND table_name = 'search_segments' AND index_name = 'PRIMARY' ORDER BY seq_in_index")
+        if [str(name).lower() for (name,) in cursor.fetchall()] == ["segment", "term"]:
+            return
+        cursor.execute("ALTER TABLE search_segments DROP PRIMARY KEY, ADD PRIMARY KEY (segment, term), "
+                       "DROP KEY search_segments_by_segment, ADD KEY search_segments_by_term (term)")
 
 
 def convert_postings(connection: Any) -> None:

@@ -42,7 +42,7 @@ from topicspider.config import ConfigError
 from topicspider.fingerprint import identity_digest
 from topicspider.items import PageItem
 from topicspider.search.index import MERGE_FAILED, merge_index, pages_terms, unindex_pages, update_index
-from topicspider.search.segments import convert_postings
+from topicspider.search.segments import convert_postings, order_by_segment
 from topicspider.storage import StorageError, chunks, split_aliases
 from topicspider.storage.dialect import MYSQL, Dialect
 from topicspider.storage.seen import SeenURL, URLState
@@ -72,7 +72,7 @@ RETRYABLE_CODES = frozenset({
 logger = logging.getLogger(__name__)
 
 TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # Each entry upgrades the schema from version N-1 to N; never edit a released one.
 MIGRATIONS: dict[int, tuple[str | Callable[[Connection[Cursor]], None], ...]] = {
     1: (
@@ -222,6 +222,8 @@ MIGRATIONS: dict[int, tuple[str | Callable[[Connection[Cursor]], None], ...]] = 
         convert_postings,
         "DROP TABLE IF EXISTS search_postings",
         "DROP TABLE IF EXISTS search_docs"),
+    # The segments' rows in the order of their segment (topicspider.search.segments).
+    8: (order_by_segment,),
 }
 
 UPSERT_PAGE = """
