@@ -14,12 +14,16 @@ from pathlib import Path
 
 import pytest
 from scrapy import Request
+from scrapy.utils.project import get_project_settings
+from scrapy.utils.reactor import install_reactor, is_reactor_installed
+from scrapy.utils.test import get_crawler
 
 from tests.test_focus import KEYWORDS, OFF_TOPIC, ON_TOPIC, mixed_site  # noqa: F401 (fixture)
 from topicspider.analysis import Link, Page, PageRules, analyse_page
 from topicspider.fingerprint import CanonicalURLFingerprinter, url_fingerprint
 from topicspider.localsite import generate_site, page_html
 from topicspider.runner import crawl_command, project_env
+from topicspider.spiders.topic import TopicSpider
 from topicspider.topic.lexicon import keywords_lexicon
 from topicspider.topic.score import LexiconTopic as Topic
 from topicspider.topic.segment import Segmenter
@@ -224,6 +228,23 @@ def test_workers_that_cannot_start_end_the_crawl(tmp_path: Path) -> None:
     assert result["titles"] == [] and "PagePoolFailed" in result["failures"]  # type: ignore[operator]
     assert result["lost"] == [] and "pagepool/lost" not in result["stats"], "no page is blamed"  # type: ignore[operator]
 
+
+
+def test_the_workers_start_as_the_spider_is_created_before_the_crawl_opens(tmp_path: Path) -> None:
+    """They load while Scrapy builds the crawl's components, with no reactor running."""
+    settings = get_project_settings().copy_to_dict()
+    # Whichever reactor this test process has: the spider's creation needs none running.
+    settings.update({"DATABASE_URL": f"sqlite:///{tmp_path / 'crawl.db'}", "TWISTED_REACTOR": None})
+    if not is_reactor_installed():
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+    crawler = get_crawler(TopicSpider, settings)
+    spider = TopicSpider.from_crawler(crawler, seeds="http://127.0.0.1:9/")
+    try:
+        assert not crawler.crawling and spider.pages.processes == 2
+        assert [future.result(timeout=60) for future in spider.pages._starting] == [True, True]
+        assert spider.pages.started
+    finally:
+        spider.pages.close()
 
 def test_new_rules_reach_every_worker_and_only_pages_sent_after_them() -> None:
     result = run_pool("update")

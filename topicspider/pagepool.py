@@ -9,7 +9,8 @@ hold the GIL. ``PAGE_PROCESSES = 0`` analyses pages on the reactor thread.
 The workers are started with ``spawn`` (a fork of a process running a reactor and
 threads could inherit a held lock; what runs in them is :mod:`topicspider.pageworker`)
 and each loads the crawl's :class:`PageRules`,
-segmenter dictionary included, once; it ends when the crawler's process ends, even
+segmenter dictionary included, once: the spider starts them as it is created, so that
+they load while Scrapy builds the crawl's components and opens it. A worker ends when the crawler's process ends, even
 one killed outright. A worker that dies (killed, out of memory, a
 crash in a C library), or one that takes over ``PAGE_TIMEOUT`` seconds on a page (one
 more such allowance for each page queued before it) and is stopped, breaks the pool, and every page it held fails with it: a new pool is started
@@ -38,7 +39,7 @@ import logging
 import multiprocessing
 import pickle
 from collections import Counter
-from concurrent.futures import CancelledError, ProcessPoolExecutor
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +93,7 @@ class PagePool:
         self.analyse_function = analyse
         self._deaths_in_a_row = 0
         self._in_flight = 0
-        self._starting: list[Deferred[Any]] = []
+        self._starting: list[Future[bool]] = []  # the workers' worker_ready calls
         self.rules: PageRules | None = None
         self.version = 0  # of the rules
         self._pickled_rules: bytes | None = None  # the rules, for a worker that holds older ones
@@ -114,17 +115,17 @@ class PagePool:
 
     def start(self, rules: PageRules, segmenter: str = "") -> None:
         """Start the workers; :meth:`ready` waits until they have loaded. ``segmenter``:
-        the name of a segmenter whose dictionary they load, for a topic that is to come."""
+        the name of a segmenter whose dictionary they load, for a topic that is to come.
+        Needs no reactor: the crawler's own set-up runs while the workers load."""
         self.rules, self.segmenter = rules, segmenter
         if self.processes:
             self._pickled_rules = pickle.dumps(rules, pickle.HIGHEST_PROTOCOL)
             self._executor = self._new_executor(self.processes)
-            self._starting = [deferred_from_future(self._executor.submit(worker_ready)) for _ in range(self.processes)]
-            self._starting[0].addBoth(self._first_started)
+            self._starting = [self._executor.submit(worker_ready) for _ in range(self.processes)]
+            self._starting[0].add_done_callback(self._first_started)
 
-    def _first_started(self, result: object) -> object:
-        self.started = True
-        return result
+    def _first_started(self, _: Future[bool]) -> None:
+        self.started = True  # from the executor's thread; read on the reactor's
 
     async def ready(self) -> None:
         """Return once every worker has loaded (its imports and dictionary take about a
@@ -134,7 +135,7 @@ class PagePool:
         if self._executor is None:
             await self._inline_ready()
             return
-        failure = await _start_failure(starting)
+        failure = await _start_failure([deferred_from_future(future) for future in starting])
         if failure is None:
             return
         _stop_workers(self._executor)

@@ -203,7 +203,6 @@ class TopicSpider(scrapy.Spider):
         crawler.signals.connect(spider._save_contents, signal=signals.spider_closed)
         spider.seed_urls = seeds_under(spider.seed_urls, spider.rules.url_rules)
         spider.pages = PagePool.from_crawler(crawler)
-        crawler.signals.connect(spider._start_pages, signal=signals.spider_opened)
         crawler.signals.connect(spider.pages.close, signal=signals.spider_closed)
         spider.train_output = settings.get("TOPIC_TRAIN_OUTPUT") or ""
         check_topic_arguments(settings, spider.topic_arguments, spider.seed_urls)
@@ -220,6 +219,9 @@ class TopicSpider(scrapy.Spider):
         # Load the Public Suffix List now: loading it at the first e-mail or domain
         # check would stall the reactor for ~70 ms in the middle of the crawl.
         has_public_suffix("example.com")
+        # Last, once every argument and setting is checked: the workers load (about a
+        # quarter of a second each) while Scrapy builds the crawl's components.
+        spider._start_pages()
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
