@@ -229,7 +229,6 @@ def test_workers_that_cannot_start_end_the_crawl(tmp_path: Path) -> None:
     assert result["lost"] == [] and "pagepool/lost" not in result["stats"], "no page is blamed"  # type: ignore[operator]
 
 
-
 def test_the_workers_start_as_the_spider_is_created_before_the_crawl_opens(tmp_path: Path) -> None:
     """They load while Scrapy builds the crawl's components, with no reactor running."""
     settings = get_project_settings().copy_to_dict()
@@ -245,6 +244,7 @@ def test_the_workers_start_as_the_spider_is_created_before_the_crawl_opens(tmp_p
         assert spider.pages.started
     finally:
         spider.pages.close()
+
 
 def test_new_rules_reach_every_worker_and_only_pages_sent_after_them() -> None:
     result = run_pool("update")

@@ -8,15 +8,16 @@ hold the GIL. ``PAGE_PROCESSES = 0`` analyses pages on the reactor thread.
 
 The workers are started with ``spawn`` (a fork of a process running a reactor and
 threads could inherit a held lock; what runs in them is :mod:`topicspider.pageworker`)
-and each loads the crawl's :class:`PageRules`,
-segmenter dictionary included, once: the spider starts them as it is created, so that
-they load while Scrapy builds the crawl's components and opens it. A worker ends when the crawler's process ends, even
-one killed outright. A worker that dies (killed, out of memory, a
-crash in a C library), or one that takes over ``PAGE_TIMEOUT`` seconds on a page (one
-more such allowance for each page queued before it) and is stopped, breaks the pool, and every page it held fails with it: a new pool is started
-(``pagepool/restarts``), and those pages are analysed again one at a time in a pool of
-one process of their own, so that a page that kills or hangs a worker there is the
-culprit: it is given up and counted (``pagepool/lost``), the others are read.
+and each loads the crawl's :class:`PageRules`, segmenter dictionary included, once: the
+spider starts them as it is created, so that they load while Scrapy builds the crawl's
+components and opens it. A worker ends when the crawler's process ends, even one killed
+outright. A worker that dies (killed, out of memory, a crash in a C library), or one
+that takes over ``PAGE_TIMEOUT`` seconds on a page (one more such allowance for each
+page queued before it) and is stopped, breaks the pool, and every page it held fails
+with it: a new pool is started (``pagepool/restarts``), and those pages are analysed
+again one at a time in a pool of one process of their own, so that a page that kills or
+hangs a worker there is the culprit: it is given up and counted (``pagepool/lost``), the
+others are read.
 
 A site whose pages keep killing or hanging the workers costs its own pages, not the
 crawl's: once ``PAGE_SITE_MAX_LOST`` (3) of its pages are lost, the site is
