@@ -554,7 +554,7 @@ def test_mysql_a_segments_rows_lie_together(mysql_url: str) -> None:
 
 def test_mysql_an_index_of_schema_7_is_ordered_by_segment_with_its_ranking(tmp_path: Path, mysql_url: str) -> None:
     from topicspider.search.segments import order_by_segment
-    from topicspider.storage.mysql import MIGRATIONS, SCHEMA_VERSION
+    from topicspider.storage.mysql import SCHEMA_VERSION, apply_migration
 
     fresh = open_store(f"sqlite:///{tmp_path}/fresh.db")
     fresh.write_pages(CORPUS)
@@ -562,9 +562,7 @@ def test_mysql_an_index_of_schema_7_is_ordered_by_segment_with_its_ranking(tmp_p
     fresh.close()
     old = mysql_schema_6(mysql_url, CORPUS)
     with old.cursor() as cursor:  # schema 7 as topicspider made it: its segments ordered by term
-        for statement in MIGRATIONS[7]:
-            statement(old) if callable(statement) else cursor.execute(statement)
-        cursor.execute("INSERT INTO topicspider_schema (version) VALUES (7)")
+        apply_migration(old, cursor, 7)
     old.commit()
     old.close()
     assert segments_primary_key(mysql_url) == ["term", "segment"]
@@ -657,15 +655,13 @@ def test_mysql_a_conversion_cut_short_is_one_line_and_goes_on_when_opened_again(
 
 def mysql_schema_6(mysql_url: str, corpus: list[PageItem]) -> Any:
     """A database as topicspider wrote it before schema 7: the search index in plain postings."""
-    from topicspider.storage.mysql import MIGRATIONS, parse_mysql_url
+    from topicspider.storage.mysql import apply_migration, parse_mysql_url
 
     connection = parse_mysql_url(mysql_url).connect()
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE topicspider_schema (version INT NOT NULL)")
         for version in range(1, 7):
-            for statement in MIGRATIONS[version]:
-                cursor.execute(statement)
-            cursor.execute("INSERT INTO topicspider_schema (version) VALUES (%s)", (version,))
+            apply_migration(connection, cursor, version)
         for number, item in enumerate(corpus, 1):
             cursor.execute("INSERT INTO pages (id, url_hash, url, title, depth, http_status, fetched_at, text, "
                            "content_type, encoding, content_length) VALUES (%s, UNHEX(MD5(%s)), %s, %s, 0, 200, NOW(), "

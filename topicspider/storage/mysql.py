@@ -342,16 +342,22 @@ def migrate(connection: Connection[Cursor]) -> None:
             if current > SCHEMA_VERSION:
                 raise ConfigError(f"schema version {current} is newer than this topicspider ({SCHEMA_VERSION})")
             for version in range(current + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[version]:
-                    if callable(statement):
-                        statement(connection)
-                    else:
-                        cursor.execute(statement)
-                cursor.execute("INSERT INTO topicspider_schema (version) VALUES (%s)", (version,))
+                apply_migration(connection, cursor, version)
                 connection.commit()
         finally:
             connection.rollback()  # ends the reading transaction: no metadata lock is kept
             cursor.execute("SELECT RELEASE_LOCK('topicspider_schema')")
+
+
+def apply_migration(connection: Connection[Cursor], cursor: Cursor, version: int) -> None:
+    """Run the steps of :data:`MIGRATIONS` ``[version]`` and record the version, inside
+    the caller's transaction."""
+    for statement in MIGRATIONS[version]:
+        if callable(statement):
+            statement(connection)
+        else:
+            cursor.execute(statement)
+    cursor.execute("INSERT INTO topicspider_schema (version) VALUES (%s)", (version,))
 
 
 def open_connection(database_url: str) -> tuple[MySQLTarget, Connection[Cursor]]:
