@@ -5,7 +5,7 @@ harvest rate over the crawl, breadth-first and best-first.
 Usage (from the repository root, with the project's virtualenv)::
 
     .venv/bin/python bench/bench_topic.py [--only gimp,python] [--kinds trained,keywords]
-        [--set NAME=VALUE ...] [--plot bench/harvest.svg] [--keep]
+        [--set NAME=VALUE ...] [--plot bench/harvest.svg] [--samples even|random|first] [--keep]
 
 The corpora (:mod:`topic_corpus`) are Debian documentation packages served as local
 sites: every page carries its site's template, and the sites fall into sibling sections
@@ -15,7 +15,8 @@ seeds are every section's start page, at depth :data:`DEPTH`, as a user would cr
 product's help. The topic is given two ways:
 
 * **trained**: ``-a train=`` with :data:`SAMPLES` pages of the section, picked evenly
-  through its sorted page list; they are left out of the evaluation;
+  through its sorted page list (``--samples`` picks them otherwise); they are left out
+  of the evaluation;
 * **keywords**: :data:`KEYWORDS`, eight weighted words per section written from what
   each section is about before any score was seen (the GIMP and LilyPond pages mix
   Chinese menus with English bodies, so their keywords mix both).
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -167,8 +169,20 @@ def measure(chosen: set[str], corpus: Corpus, target: str, wanted: set[str], lef
     return Measure(hits / len(chosen) if chosen else 0.0, hits / len(wanted) if wanted else 0.0)
 
 
-def sample_pages(corpus: Corpus, target: str, count: int) -> list[str]:
+# How a section's samples are picked from its sorted page list (--samples).
+SAMPLE_PICKS = ("even", "random", "first")
+
+
+def sample_pages(corpus: Corpus, target: str, count: int, pick: str = "even") -> list[str]:
+    """``count`` pages of the section: spread evenly through its sorted page list, drawn
+    at random (a fixed seed per section), or its first pages, which on most corpora are
+    the pages of one chapter (a topic is what its samples share: see docs/topic.md,
+    "Which ten samples")."""
     pages = corpus.pages_of(target)
+    if pick == "first":
+        return pages[:count]
+    if pick == "random":
+        return sorted(random.Random(f"{corpus.name}/{target}").sample(pages, min(count, len(pages))))
     return [pages[(index + 1) * len(pages) // (count + 1)] for index in range(count)]
 
 
@@ -208,7 +222,7 @@ def evaluate_corpus(name: str, scratch: Path, options: argparse.Namespace) -> li
                     continue
                 workdir = scratch / name / target / kind
                 workdir.mkdir(parents=True)
-                samples = sample_pages(corpus, target, SAMPLES) if kind == "trained" else []
+                samples = sample_pages(corpus, target, SAMPLES, options.samples) if kind == "trained" else []
                 if kind == "trained":
                     arguments = {"train": ",".join(site.url + page for page in samples)}
                 else:
@@ -330,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default="trained,keywords")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a setting for every crawl")
     parser.add_argument("--plot", type=Path, default=None, help="write the harvest-rate plot (SVG) here")
+    parser.add_argument("--samples", choices=SAMPLE_PICKS, default="even",
+                        help="how a trained topic's samples are picked from the section's sorted pages (default even)")
     parser.add_argument("--keep", action="store_true")
     options = parser.parse_args(argv)
     options.only = options.only.split(",")

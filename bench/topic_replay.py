@@ -9,7 +9,7 @@ scored, as ``bench_topic``'s "every page scored" mode does.
 Usage (from the repository root, with the project's virtualenv)::
 
     .venv/bin/python bench/topic_replay.py [--only gimp,python] [--kinds trained,keywords]
-        [--backgrounds 3] [--set NAME=VALUE ...]
+        [--backgrounds 3] [--set NAME=VALUE ...] [--samples even|random|first]
 
 ``--backgrounds N`` draws N backgrounds per corpus (random seeds 0..N-1) and reports the
 mean, so that a difference smaller than the sample's own spread shows as such. ``--set``
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from bench_topic import DEPTH, KEYWORDS, MIN_TARGET_PAGES, SAMPLES, Measure, sample_pages
+from bench_topic import DEPTH, KEYWORDS, MIN_TARGET_PAGES, SAMPLE_PICKS, SAMPLES, Measure, sample_pages
 from common import REPO
 from topic_corpus import SPECS, Corpus, build_corpus
 
@@ -92,6 +92,7 @@ class Replay:
     pages: dict[str, Page]
     segmenter: Segmenter
     settings: dict[str, str]
+    pick: str = "even"  # how the samples are picked (bench_topic.sample_pages)
 
     def setting(self, name: str) -> float:
         return float(self.settings.get(name, getattr(defaults, name)))
@@ -105,7 +106,7 @@ class Replay:
         return docs, templates
 
     def topic(self, kind: str, target: str, docs: dict[str, Doc], background: list[str], templates: object) -> tuple[Topic, set[str]]:
-        samples = sample_pages(self.corpus, target, SAMPLES) if kind == "trained" else []
+        samples = sample_pages(self.corpus, target, SAMPLES, self.pick) if kind == "trained" else []
         spec = TopicSpec(
             str(self.settings.get("TOPIC_MODEL", defaults.TOPIC_MODEL)),
             lexicon=Lexicon(dict(KEYWORDS[self.corpus.name, target])) if kind == "keywords" else None,
@@ -130,7 +131,7 @@ def score(topic: Topic, doc: Doc) -> float:
 def replay_corpus(name: str, segmenter: Segmenter, options: argparse.Namespace) -> list[dict[str, object]]:
     corpus = build_corpus(name)
     started = time.perf_counter()
-    replay = Replay(corpus, reachable(corpus), segmenter, options.settings)
+    replay = Replay(corpus, reachable(corpus), segmenter, options.settings, options.samples)
     print(f"  {name}: {len(replay.pages)} pages within depth {DEPTH}, read in {time.perf_counter() - started:.1f} s",
           flush=True)
     targets = [label for label, count in corpus.sizes().most_common() if count >= MIN_TARGET_PAGES]
@@ -167,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default="trained,keywords")
     parser.add_argument("--backgrounds", type=int, default=3)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--samples", choices=SAMPLE_PICKS, default="even")
     options = parser.parse_args(argv)
     options.kinds = options.kinds.split(",")
     options.settings = dict(item.split("=", 1) for item in options.set)
