@@ -192,20 +192,37 @@ MIXED_TEXT = ("在电子表格里，公式引用单元格；数据透视表汇�
               "我们的云原生平台很好，用 C 写的。")
 
 
+def test_a_recurring_block_is_cut_once_and_forgotten_past_the_bound(monkeypatch):
+    """A site template's blocks are cut once a process (the search index counts them on
+    every page of the site), until the blocks remembered pass BLOCK_CACHE_CHARS."""
+    segmenter = Segmenter("rjieba")
+    blocks = ["首页 电子表格 文字处理 演示文稿", "版权所有 Spreadsheet Suite Inc.", "帮助 关于我们 联系方式"]
+    assert segmenter.block_tokens(blocks[0]) is segmenter.block_tokens(blocks[0])
+    monkeypatch.setattr("topicspider.topic.segment.BLOCK_CACHE_CHARS", 40)
+    for _ in range(3):
+        for block in blocks:
+            assert segmenter.block_tokens(block) == segmenter.tokens(block)
+            assert segmenter._block_chars <= 40 and len(segmenter._block_tokens) <= 2
+
+
 @pytest.mark.parametrize("backend", ["jieba", "rjieba"])
 def test_term_counts_count_what_terms_finds_cold_warm_and_past_the_cache(backend, monkeypatch):
     """Counted a distinct token at a time from a cache of each token's terms: the counts
     of :meth:`Segmenter.terms`, whether the tokens are new, cached, or the cache was
-    emptied at its bound halfway through."""
+    emptied at its bound halfway through; search mode's, from the precise cut and the
+    words found inside each distinct word, are those of the backend's own search mode."""
     segmenter = Segmenter(backend, keep=["云原生平台", "C"])
     segmenter.load()
     texts = [MIXED_TEXT, MIXED_TEXT.upper(), MIXED_TEXT[::2], MIXED_TEXT + " Grub GRUB grub"]
     for _ in range(2):
         for text in texts:
             assert segmenter.term_counts(text) == Counter(segmenter.terms(text))
+            assert segmenter.counts_of_tokens(segmenter.tokens(text)) == Counter(segmenter.terms(text))
     monkeypatch.setattr("topicspider.topic.segment.TOKEN_CACHE_SIZE", 5)
     for text in texts:
         assert segmenter.term_counts(text) == Counter(segmenter.terms(text))
+        assert segmenter.counts_of_tokens(segmenter.tokens(text)) == Counter(segmenter.terms(text))
         search = segmenter.search_term_counts(text)
         assert search == Counter(segmenter._terms(segmenter._loaded().cut_for_search(text)))
+        assert segmenter.search_counts_of_tokens(segmenter.tokens(text)) == search
         assert set(segmenter.term_counts(text)) <= set(search)

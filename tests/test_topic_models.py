@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_extract import parse
-from topicspider.analysis import PRIORITY_SCALE, PageRules, link_priority, relevance_share
+from topicspider.analysis import PRIORITY_SCALE, Page, PageRules, analyse_page, link_priority, relevance_share
 from topicspider.config import ConfigError
 from topicspider.extract import extract_blocks, join_blocks
 from topicspider.focus import BackgroundSampler, ResponseCache
@@ -36,6 +36,8 @@ from topicspider.topic.score import (
     read_text_doc,
     short_blocks,
 )
+from topicspider.search.terms import document_terms
+from topicspider.search.terms import segmenter as search_segmenter
 from topicspider.topic.segment import Segmenter
 from topicspider.topic.template import SiteTemplates, learn_templates
 from topicspider.topic.topicfile import encode_topic, read_topic_file
@@ -293,6 +295,49 @@ def test_centroid_weighs_what_sets_the_topic_apart_from_the_background(segmenter
     assert weights_shown == sorted(weights_shown, reverse=True) and on.terms[0][0] in {"函数", "单元格", "公式"}
     # Two of the background pages are on the topic: taken out of the background as likely negatives.
     assert topic.background_kept == len(background) - 2
+
+
+def test_a_page_s_index_terms_come_from_the_cut_its_score_made(segmenter, monkeypatch):
+    """The page analysis counts a page's search index terms from the tokens its topic
+    score cut, and the site template's blocks the score left out (cut once a process),
+    not from a second cut of the page: the terms are those of its stored text, as
+    ``scrapy reindex`` finds them; a page whose content is longer than the topic reads
+    is cut again, with the same terms."""
+    cuts: Counter[str] = Counter()
+
+    def counting(cutter: Segmenter) -> None:
+        backend = cutter._loaded()
+
+        def cut(text: str) -> list[str]:
+            cuts[text] += 1
+            return backend.cut(text)
+
+        def cut_for_search(text: str) -> list[str]:
+            cuts[text] += 1
+            return backend.cut_for_search(text)
+
+        monkeypatch.setattr(cutter, "_backend", backend._replace(cut=cut, cut_for_search=cut_for_search))
+
+    counting(segmenter)
+    counting(search_segmenter())
+    search_segmenter()._block_tokens.clear()
+    search_segmenter()._search_terms.clear()
+    footer = "版权所有 Spreadsheet Suite Inc."
+    templates = SiteTemplates({"a.cn": frozenset({NAV.lower(), footer.lower()})})
+    topic = CentroidTopic(TopicSpec("centroid", samples=sectioned(SPREADSHEET, "电子表格"),
+                                    background=sectioned(WORDS, "文字处理"), templates=templates), segmenter, max_chars=200)
+    rules = PageRules(topic=topic, threshold=topic.threshold, store_all=True)
+    for number, (body, cut_again) in enumerate([(SPREADSHEET[0], False), (WORDS[1] + " 公式函数 urllib.request", False),
+                                                ("单元格 公式 " * 40, True)]):
+        cuts.clear()
+        html = (f"<html><head><title>电子表格 {number}</title></head><body><div>{NAV}</div><h1>电子表格 {number}</h1>"
+                f"<p>{body}</p><footer>{footer}</footer></body></html>")
+        analysis = analyse_page(Page(f"http://a.cn/{number}.html", html.encode(), "utf-8", "a.cn", 1), rules)
+        made = Counter(cuts)
+        assert analysis.search_terms == document_terms(analysis.title, analysis.text), number
+        assert ("urllib" in analysis.search_terms) == (number == 1) and "公式" in analysis.search_terms
+        assert (made[f"电子表格 {number}"] > 1) == cut_again, made
+        assert (NAV in made) == (number == 0), "the template's blocks: cut once, for the first page"
 
 
 def test_best_first_ranks_a_relevant_parent_above_an_irrelevant_one_below_0(segmenter):

@@ -21,9 +21,9 @@ from topicspider.extract import (
 from topicspider.duplicates import DIGEST_MIN_CHARS, content_digest, simhash
 from topicspider.fingerprint import identity_digest
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
-from topicspider.search.terms import document_terms
+from topicspider.search.terms import INDEX_MAX_CHARS, SEARCH_SEGMENTER, document_terms, terms_of_tokens
 from topicspider.search.terms import segmenter as search_segmenter
-from topicspider.topic.score import PageTerms, Relevance, Topic, count_page_terms
+from topicspider.topic.score import PageTerms, PageTokens, Relevance, Topic, count_page_terms
 from topicspider.topic.segment import Segmenter
 from topicspider.urls import (
     URL_FILTER, BadURL, URLRules, canonical_url, non_page_reason, refusal, request_url, site_of, strip_session_ids,
@@ -150,14 +150,15 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
     if rules.count_terms is not None:
         segmenter, max_chars = rules.count_terms
         analysis.terms = count_page_terms(segmenter, title, blocks, max_chars)
+    tokens = None
     if rules.topic is not None:
         started = perf_counter()
-        analysis.relevance = rules.topic.relevance(title, blocks, page.site)
+        analysis.relevance, tokens = rules.topic.relevance_with_tokens(title, blocks, page.site)
         analysis.score_seconds = perf_counter() - started
         analysis.relevant = rules.relevant(analysis.relevance)
     if _stored(analysis, rules):
         if rules.search_index:
-            analysis.search_terms = dict(document_terms(title, body_text))
+            analysis.search_terms = dict(_index_terms(title, body_text, len(full_text), blocks, page.site, tokens, rules))
         if rules.content_digest and len(body_text) >= DIGEST_MIN_CHARS:
             analysis.content_digest = content_digest(title, body_text)
             analysis.simhash = simhash(body_text) if rules.simhash else None
@@ -173,6 +174,19 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
         analysis.links = _links_to_follow(found.links, page, rules, analysis.relevance, counts, analysis.dropped)
     analysis.counts = +counts  # the zeros dropped
     return analysis
+
+
+def _index_terms(title: str, text: str, full_length: int, blocks: list[str], site: str, tokens: PageTokens | None,
+                 rules: PageRules) -> Counter[str]:
+    """The page's search index terms (``text`` is what the store keeps of it): counted
+    from the tokens the topic cut, and the site template's blocks it left out, when the
+    topic read the page's title and content whole, with the index's dictionary, and the
+    index reads the whole text; else from a cut of their own."""
+    topic = rules.topic
+    if (tokens is None or topic is None or not tokens.whole or topic.segmenter.backend != SEARCH_SEGMENTER
+            or full_length > min(rules.text_max_chars, INDEX_MAX_CHARS)):
+        return document_terms(title, text)
+    return terms_of_tokens(tokens.title, tokens.body, topic.templates.template_blocks(site, blocks))
 
 
 def _stored(analysis: PageAnalysis, rules: PageRules) -> bool:

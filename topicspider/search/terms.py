@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from functools import cache
+from itertools import chain
 
 from topicspider.topic.segment import Segmenter
 
@@ -27,6 +29,8 @@ TITLE_WEIGHT = 4
 INDEX_MAX_CHARS = 50_000
 # The widest term the index keeps (a column width in MySQL).
 TERM_MAX_CHARS = 40
+# The index's segmenter, whatever TOPIC_SEGMENTER says: an index is cut one way.
+SEARCH_SEGMENTER = "rjieba"
 
 _segmenter_lock = threading.Lock()
 
@@ -38,22 +42,39 @@ def _segmenter(backend: str) -> Segmenter:
     return segmenter
 
 
-def segmenter(backend: str = "rjieba") -> Segmenter:
+def segmenter(backend: str = SEARCH_SEGMENTER) -> Segmenter:
     """The process's segmenter for search; its dictionary loads on first use."""
     with _segmenter_lock:
         return _segmenter(backend)
 
 
-def document_terms(title: str, text: str, backend: str = "rjieba") -> Counter[str]:
+def document_terms(title: str, text: str, backend: str = SEARCH_SEGMENTER) -> Counter[str]:
     """Each index term of a page and its weighted count."""
     count = segmenter(backend).search_term_counts
-    counts = count(text[:INDEX_MAX_CHARS])
-    for term, occurrences in count(title).items():
-        counts[term] += TITLE_WEIGHT * occurrences
-    return Counter({term: n for term, n in counts.items() if len(term) <= TERM_MAX_CHARS})
+    return _weighted(count(text[:INDEX_MAX_CHARS]), count(title))
 
 
-def query_terms(query: str, backend: str = "rjieba") -> list[str]:
+def terms_of_tokens(title: list[str], text: list[str], blocks: Iterable[str] = (),
+                    backend: str = SEARCH_SEGMENTER) -> Counter[str]:
+    """:func:`document_terms` of a page from the tokens of its title and text
+    (:meth:`Segmenter.tokens`, cut with this process's dictionary, at most
+    :data:`INDEX_MAX_CHARS` of text), and of further ``blocks`` of its text that recur
+    from page to page (a site's template, which the topic's reading left out): the
+    page is not cut again."""
+    cutter = segmenter(backend)
+    tokens = chain(text, *(cutter.block_tokens(block) for block in blocks))
+    return _weighted(cutter.search_counts_of_tokens(tokens), cutter.search_counts_of_tokens(title))
+
+
+def _weighted(text: Counter[str], title: Counter[str]) -> Counter[str]:
+    """A page's index terms: its text's and its title's, the title's counting
+    :data:`TITLE_WEIGHT` times, none wider than :data:`TERM_MAX_CHARS`."""
+    for term, occurrences in title.items():
+        text[term] += TITLE_WEIGHT * occurrences
+    return Counter({term: n for term, n in text.items() if len(term) <= TERM_MAX_CHARS})
+
+
+def query_terms(query: str, backend: str = SEARCH_SEGMENTER) -> list[str]:
     """The distinct look-up terms of ``query``, in order."""
     terms = segmenter(backend).terms(query)
     return list(dict.fromkeys(term for term in terms if len(term) <= TERM_MAX_CHARS))

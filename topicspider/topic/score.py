@@ -114,8 +114,28 @@ def read_text_doc(segmenter: Segmenter, title: str, text: str, max_chars: int) -
 def read_doc(segmenter: Segmenter, title: str, blocks: Sequence[str], max_chars: int) -> Doc:
     """The term counts of the first ``max_chars`` of a page's title and of its blocks,
     and its short blocks."""
-    return Doc(segmenter.term_counts(title[:max_chars]), segmenter.term_counts(body_text(blocks, max_chars)),
-               short_blocks(blocks, max_chars))
+    return read_doc_tokens(segmenter, title, blocks, max_chars)[0]
+
+
+@dataclass(frozen=True)
+class PageTokens:
+    """The tokens (:meth:`Segmenter.tokens`) a page's :class:`Doc` was counted from,
+    and whether its title and its blocks were read whole: the page's search index terms
+    are counted from them, not from a second cut of the page."""
+
+    title: list[str]
+    body: list[str]
+    whole: bool
+
+
+def read_doc_tokens(segmenter: Segmenter, title: str, blocks: Sequence[str], max_chars: int) -> tuple[Doc, PageTokens]:
+    """:func:`read_doc`, and the tokens it was counted from."""
+    text = " ".join(blocks)
+    title_tokens = segmenter.tokens(title[:max_chars])
+    body_tokens = segmenter.tokens(text[:max_chars])
+    doc = Doc(segmenter.counts_of_tokens(title_tokens), segmenter.counts_of_tokens(body_tokens),
+              short_blocks(blocks, max_chars))
+    return doc, PageTokens(title_tokens, body_tokens, len(title) <= max_chars and len(text) <= max_chars)
 
 
 # A page is counted whole while sampled when its text is at most this many times
@@ -230,6 +250,11 @@ class Topic:
     def relevance(self, title: str, blocks: Sequence[str], site: str = "") -> Relevance:
         """The score of a page of ``site`` with this ``title`` and these ``blocks``."""
         raise NotImplementedError
+
+    def relevance_with_tokens(self, title: str, blocks: Sequence[str], site: str = "") -> tuple[Relevance, PageTokens | None]:
+        """:meth:`relevance`, and the tokens of the page's title and content (its blocks
+        less the template) when this kind counts its terms from a cut of them."""
+        return self.relevance(title, blocks, site), None
 
     def similarity(self, text: str) -> float:
         """How close a short text (a link's anchor) is to the topic, from 0 to 1."""
@@ -359,7 +384,11 @@ class CentroidTopic(Topic):
             self.threshold = centroid.single_sample_threshold(own, background_scores)
 
     def relevance(self, title: str, blocks: Sequence[str], site: str = "") -> Relevance:
-        return self.relevance_of_doc(read_doc(self.segmenter, title, self.templates.content(site, blocks), self.max_chars))
+        return self.relevance_with_tokens(title, blocks, site)[0]
+
+    def relevance_with_tokens(self, title: str, blocks: Sequence[str], site: str = "") -> tuple[Relevance, PageTokens | None]:
+        doc, tokens = read_doc_tokens(self.segmenter, title, self.templates.content(site, blocks), self.max_chars)
+        return self.relevance_of_doc(doc), tokens
 
     def relevance_of_doc(self, doc: Doc) -> Relevance:
         if not self.direction_norm:
