@@ -133,12 +133,16 @@ def request_url(url: str) -> str:
     url = url.strip()
     try:
         netloc = urlsplit(url).netloc
+    except ValueError as exc:
+        raise BadURL(f"{mask_url(url)!r}: {exc}") from None
+    # Spaces in a path are common and get quoted; in a host they are an error (which
+    # w3lib 2.6 finds too, and words its own way).
+    if any(char.isspace() for char in netloc):
+        raise BadURL(f"{mask_url(url)!r}: white space in the host")
+    try:
         safe = safe_url_string(url)
     except ValueError as exc:
         raise BadURL(f"{mask_url(url)!r}: {exc}") from None
-    # Spaces in a path are common and get quoted; in a host they are an error.
-    if any(char.isspace() for char in netloc):
-        raise BadURL(f"{mask_url(url)!r}: white space in the host")
     parts = _split(safe, url)
     return urlunsplit(parts._replace(netloc=_netloc(parts), path=parts.path or "/", fragment=""))
 

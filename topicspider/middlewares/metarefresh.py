@@ -1,13 +1,11 @@
-"""Scrapy's ``MetaRefreshMiddleware``, made safe against pages it cannot read and
-against refresh loops.
+"""Scrapy's ``MetaRefreshMiddleware``, made safe against refresh loops.
 
-Enabled in place of Scrapy's (``DOWNLOADER_MIDDLEWARES``). Scrapy's resolves the
-refresh URL against the page's ``<base href>`` and lets a malformed one (``http://[oops``)
-raise, which loses a page that downloaded fine. Here such a page is kept as it is and
-counted in ``links/dropped/malformed``. A refresh that goes round
+Enabled in place of Scrapy's (``DOWNLOADER_MIDDLEWARES``). A refresh that goes round
 (:func:`topicspider.middlewares.redirect.goes_round`: a page refreshing to itself, after
-the one time it is followed) is not followed either: the page is kept as it is, counted
-in ``redirect/refresh_loops``.
+the one time it is followed) is not followed: the page is kept as it is, counted in
+``redirect/refresh_loops``. A malformed ``<base href>`` (``http://[oops``) or refresh
+URL no longer loses the page: w3lib 2.6 (``requirements.txt``) ignores such a base, as
+browsers do, and reads such a refresh as none.
 """
 
 from __future__ import annotations
@@ -41,9 +39,5 @@ class SafeMetaRefreshMiddleware(RedirectLoopCheck, MetaRefreshMiddleware):
             return super().process_response(request, response)
         except RedirectLoop as exc:
             self.stats.inc_value("redirect/refresh_loops")
-            logger.debug("Meta refresh of %s not followed: %s", response.url, exc)
-            return response
-        except ValueError as exc:
-            self.stats.inc_value("links/dropped/malformed")
             logger.debug("Meta refresh of %s not followed: %s", response.url, exc)
             return response
