@@ -190,12 +190,12 @@ class Segmenter:
 
     def terms(self, text: str) -> list[str]:
         """Every term of ``text``, in order: what training learns from."""
-        return self._terms(self._cut_text(text))
+        return self._terms(self.tokens(text))
 
     def term_counts(self, text: str) -> Counter[str]:
         """How often each term of ``text`` occurs (the terms :meth:`terms` finds), the
         tokens counted first (in C) and each distinct one checked once."""
-        return self.counts_of_tokens(self._loaded().cut(text))
+        return self.counts_of_tokens(self.tokens(text))
 
     def search_term_counts(self, text: str) -> Counter[str]:
         """How often each term of ``text`` occurs in jieba's search mode: each word, and
@@ -277,7 +277,7 @@ class Segmenter:
         such as ``iphone手机`` also matches ``iPhone手机``.
         """
         text = text.lower()
-        tokens = Counter(self._cut_text(text))  # counted in C
+        tokens = Counter(self.tokens(text))  # counted in C
         counts = Counter({term: tokens[term] for term in vocabulary if term in tokens})
         if self.backend == "rjieba":
             # The words inside the runs rjieba kept whole ("debian" in "debian-policy"),
@@ -288,9 +288,6 @@ class Segmenter:
                         if piece in vocabulary:
                             counts[piece] += tokens[run]
         return counts
-
-    def _cut_text(self, text: str) -> list[str]:
-        return self._loaded().cut(text)
 
     def _loaded(self) -> Backend:
         if self._backend is None:
