@@ -24,6 +24,7 @@ from topicspider.fingerprint import CanonicalURLFingerprinter, url_fingerprint
 from topicspider.localsite import generate_site, page_html
 from topicspider.runner import crawl_command, project_env
 from topicspider.spiders.topic import TopicSpider
+from topicspider.search.terms import document_text
 from topicspider.topic.lexicon import keywords_lexicon
 from topicspider.topic.score import LexiconTopic as Topic
 from topicspider.topic.segment import Segmenter
@@ -281,6 +282,8 @@ def test_search_terms_are_worked_out_for_the_pages_that_will_be_stored() -> None
     assert analyse_page(page(irrelevant), PageRules(topic=topic(), store_all=True)).search_terms is not None
     assert analyse_page(page(noindex), PageRules()).search_terms is None
     assert analyse_page(page(html), PageRules(search_index=False)).search_terms is None
+    text = analyse_page(page(html), PageRules(index_text=True)).search_terms
+    assert text == document_text(terms), "SQLite's index is handed the text it takes, built here"
 
 
 def page_analysis_processes(parent: int) -> set[int]:

@@ -20,9 +20,9 @@ from tests.services import mysql_connect, query
 from topicspider.items import PageItem
 from topicspider.runner import scrapy_command
 from topicspider.search.fts5 import Fts5Index
-from topicspider.search.index import Results, idf, reindex_missing, search, unindex_pages
+from topicspider.search.index import Results, idf, indexes_text, reindex_missing, search, unindex_pages
 from topicspider.search.snippet import Piece, as_text, highlight, snippet
-from topicspider.search.terms import TITLE_WEIGHT, document_terms, query_terms
+from topicspider.search.terms import TITLE_WEIGHT, document_terms, document_text, query_terms
 from topicspider.storage import Store, open_store
 
 NOW = "2026-11-30T00:00:00+00:00"
@@ -327,6 +327,31 @@ def test_an_index_term_with_punctuation_or_spaces_stays_one_term(tmp_path: Path)
     finally:
         store.close()
     assert frequencies == {"c++": 1, "utf-8": 1, "a b": 1}
+
+
+def test_terms_given_as_the_fts5_text_rank_as_terms_given_as_counts(store: Store, tmp_path: Path) -> None:
+    # The page analysis hands SQLite's index the text it takes (PageRules.index_text), and
+    # MySQL's its counts; a text that reaches MySQL's index is counted again from the page.
+    as_text = [page(item.url, item.title, item.text, search_terms=document_text(document_terms(item.title, item.text)))
+               for item in CORPUS]
+    counted = open_store(f"sqlite:///{tmp_path}/counted.db")
+    try:
+        counted.write_pages(CORPUS)
+        store.write_pages(as_text)
+        for words in ("新闻", "python", "足球 新闻", "新华网"):
+            expected = [(hit.url, round(hit.score, 9)) for hit in find(counted, words).hits]
+            assert [(hit.url, round(hit.score, 9)) for hit in find(store, words).hits] == expected, words
+    finally:
+        counted.close()
+
+
+def test_only_sqlite_urls_index_text() -> None:
+    assert indexes_text("sqlite:///topicspider.db") and indexes_text("SQLite:////tmp/x.db")
+    assert not indexes_text("mysql://root@127.0.0.1/test") and not indexes_text("mysql+pymysql://u@h/d")
+
+
+def test_the_fts5_text_repeats_each_term_its_count_as_one_token() -> None:
+    assert document_text({"新闻": 2, "c++": 1, "a b": 1, "none": 0, "": 3}) == "新闻 新闻 c\ue02b\ue02b a\ue020b"
 
 
 def test_a_page_that_becomes_an_alias_leaves_the_index(store: Store) -> None:

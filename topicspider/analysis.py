@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from time import perf_counter
+from typing import NamedTuple
 
 from w3lib.encoding import html_to_unicode
 
@@ -21,7 +22,14 @@ from topicspider.extract import (
 from topicspider.duplicates import DIGEST_MIN_CHARS, content_digest, simhash
 from topicspider.fingerprint import identity_digest
 from topicspider.robots import NOFOLLOW, NOINDEX, header_directives, meta_directives
-from topicspider.search.terms import INDEX_MAX_CHARS, SEARCH_SEGMENTER, document_terms, terms_of_tokens
+from topicspider.search.terms import (
+    INDEX_MAX_CHARS,
+    SEARCH_SEGMENTER,
+    IndexTerms,
+    document_terms,
+    document_text,
+    terms_of_tokens,
+)
 from topicspider.search.terms import segmenter as search_segmenter
 from topicspider.topic.score import PageTerms, PageTokens, Relevance, Topic, count_page_terms
 from topicspider.topic.segment import Segmenter
@@ -59,6 +67,9 @@ class PageRules:
     follow_all: bool = False
     best_first: bool = False
     search_index: bool = True  # work out the search index terms of pages that will be stored
+    # ... as the one text SQLite's FTS5 index takes (search.index.indexes_text), which
+    # then costs the crawler's own process nothing (a fifth of a millisecond a page).
+    index_text: bool = False
     content_digest: bool = True  # DUPLICATE_CONTENT: the digest of pages that will be stored
     simhash: bool = True  # and their SimHash (DUPLICATE_NEAR_DISTANCE)
     store_all: bool = False  # TOPIC_STORE_ALL: irrelevant pages are stored too
@@ -83,12 +94,12 @@ class Page:
     robots_headers: tuple[str, ...] = ()  # X-Robots-Tag values
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(NamedTuple):
     """A same-site page link to request; ``priority`` only in best-first mode.
     ``fingerprint`` is its request's (:func:`topicspider.fingerprint.identity_digest` of
     its canonical URL), worked out here, off the reactor thread, so that a link to a URL
-    the frontier knows costs the spider no request."""
+    the frontier knows costs the spider no request. A named tuple, not a dataclass: the
+    crawler's process unpickles every link of every page, a quarter of the time."""
 
     url: str
     fingerprint: bytes
@@ -107,7 +118,7 @@ class PageAnalysis:
     # Stats increments ("links/insite", "extract/text_truncated"...), applied by the caller.
     counts: Counter[str] = field(default_factory=Counter)
     score_seconds: float = 0.0
-    search_terms: dict[str, int] | None = None  # None when the page will not be stored
+    search_terms: IndexTerms | None = None  # None when the page will not be stored
     content_digest: bytes | None = None  # of a page that will be stored (duplicates.content_digest)
     simhash: int | None = None  # of a page that will be stored, if its text is long enough
     blocks: list[str] = field(default_factory=list)  # only with PageRules.keep_blocks
@@ -158,7 +169,8 @@ def analyse_page(page: Page, rules: PageRules) -> PageAnalysis:
         analysis.relevant = rules.relevant(analysis.relevance)
     if _stored(analysis, rules):
         if rules.search_index:
-            analysis.search_terms = dict(_index_terms(title, body_text, len(full_text), blocks, page.site, tokens, rules))
+            terms = _index_terms(title, body_text, len(full_text), blocks, page.site, tokens, rules)
+            analysis.search_terms = document_text(terms) if rules.index_text else dict(terms)
         if rules.content_digest and len(body_text) >= DIGEST_MIN_CHARS:
             analysis.content_digest = content_digest(title, body_text)
             analysis.simhash = simhash(body_text) if rules.simhash else None

@@ -22,10 +22,10 @@ class PageItem:
     content_type: str = ""
     encoding: str = ""
     content_length: int = 0
-    # The page's search index terms and counts, worked out off the reactor with the rest
-    # of the page (topicspider.analysis); not stored as such. None: the store works
-    # them out itself.
-    search_terms: dict[str, int] | None = None
+    # The page's search index terms and counts, or (SQLite) the text its index takes,
+    # worked out off the reactor with the rest of the page (topicspider.analysis); not
+    # stored as such. None: the store works them out itself.
+    search_terms: dict[str, int] | str | None = None
     # The canonical URL of the page stored before with the same text: this one is
     # stored as an alias of it (page_aliases), not as a page.
     duplicate_of: str | None = None

@@ -2,11 +2,12 @@
 
 FTS5 has no Chinese word segmenter, so it is given words, not text: each page's index
 terms (:func:`topicspider.search.terms.document_terms`, jieba's search mode) as one
-string, every term repeated its weighted count and separated by spaces. FTS5's
-``ascii`` tokenizer then splits on spaces only, since every ASCII character that is not a
-letter or digit is first moved into Unicode's private use area (:func:`fts_token`):
-``c++`` and ``utf-8`` stay whole terms, and a term can never be an FTS5 query operator.
-The postings, their compression and BM25 are FTS5's, in C: writing a page is one row,
+string, every term repeated its weighted count and separated by spaces
+(:func:`topicspider.search.terms.document_text`, built in the page-analysis process
+during a crawl). FTS5's ``ascii`` tokenizer then splits on spaces only, since every
+ASCII character that is not a letter or digit is first moved into Unicode's private use
+area (:func:`fts_token`): ``c++`` and ``utf-8`` stay whole terms, and a term can never
+be an FTS5 query operator. The postings, their compression and BM25 are FTS5's, in C: writing a page is one row,
 where the plain-table index wrote one row per distinct term.
 
 Ranking keeps the index's BM25 with Lucene's always-positive IDF (FTS5's own ``bm25()``
@@ -27,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from itertools import groupby
 from typing import Any
 
+from topicspider.search.terms import IndexTerms, document_text, fts_token
 from topicspider.storage import chunks
 from topicspider.storage.dialect import SQLITE
 
@@ -44,24 +46,6 @@ END;
 
 # Where FTS5's bm25() puts a term's IDF when the usual form is not positive.
 FTS5_IDF_FLOOR = 1e-6
-# ASCII characters other than letters and digits separate tokens in FTS5's ascii
-# tokenizer (and some are query syntax): each becomes a character of Unicode's private
-# use area, which that tokenizer keeps inside a token. The stored tokens are made so:
-# changing this encoding needs a schema migration that rewrites them.
-_PRIVATE_USE = 0xE000
-_ENCODED = {code: chr(_PRIVATE_USE + code) for code in range(128) if not chr(code).isalnum()}
-
-
-def fts_token(term: str) -> str:
-    """``term`` as one FTS5 token (ASCII punctuation and spaces moved out of ASCII)."""
-    return term.translate(_ENCODED)
-
-
-def document_text(counts: Mapping[str, int]) -> str:
-    """A page's index terms, each repeated its count: what FTS5 indexes for it."""
-    return " ".join(" ".join([fts_token(term)] * count) for term, count in counts.items() if count > 0)
-
-
 def fts5_idf(documents: int, frequency: int) -> float:
     """The IDF FTS5's ``bm25()`` gives a term on ``frequency`` of ``documents`` pages."""
     value = math.log((documents - frequency + 0.5) / (frequency + 0.5))
@@ -76,10 +60,11 @@ class Fts5Index:
     """The search index's operations for :mod:`topicspider.search.index`, on SQLite."""
 
     @staticmethod
-    def write(cursor: Any, pages: Mapping[int, Mapping[str, int]]) -> None:
+    def write(cursor: Any, pages: Mapping[int, IndexTerms]) -> None:
         Fts5Index.remove(cursor, list(pages))
         cursor.executemany("INSERT INTO search_fts (rowid, terms) VALUES (?, ?)",
-                           [(page_id, document_text(counts)) for page_id, counts in pages.items()])
+                           [(page_id, terms if isinstance(terms, str) else document_text(terms))
+                            for page_id, terms in pages.items()])
 
     @staticmethod
     def remove(cursor: Any, ids: list[int]) -> None:

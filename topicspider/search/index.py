@@ -22,9 +22,9 @@ from topicspider.items import PageItem
 from topicspider.search.fts5 import Fts5Index
 from topicspider.search.segments import SegmentIndex
 from topicspider.search.snippet import Piece, highlight, snippet
-from topicspider.search.terms import document_terms, query_terms
-from topicspider.storage import StorageError, chunks
-from topicspider.storage.dialect import Dialect
+from topicspider.search.terms import IndexTerms, document_terms, query_terms
+from topicspider.storage import StorageError, chunks, scheme_of
+from topicspider.storage.dialect import SQLITE, Dialect
 from topicspider.storage.labels import labels_of
 
 logger = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ MERGE_FAILED = "search index: merging segments failed (tried again after the nex
 class IndexTables(Protocol):
     """One backend's search index (its tables, written and read in the caller's transaction)."""
 
-    def write(self, cursor: Any, pages: Mapping[int, Mapping[str, int]]) -> None: ...
+    def write(self, cursor: Any, pages: Mapping[int, IndexTerms]) -> None: ...
     def remove(self, cursor: Any, ids: list[int]) -> None: ...
     def merge(self, cursor: Any) -> int: ...
     def unindexed(self, cursor: Any, limit: int) -> list[tuple[int, str, str]]: ...
@@ -48,7 +48,14 @@ class IndexTables(Protocol):
 
 
 def index_tables(dialect: Dialect) -> IndexTables:
-    return Fts5Index() if dialect.name == "sqlite" else SegmentIndex()
+    return Fts5Index() if dialect.name == SQLITE.name else SegmentIndex()
+
+
+def indexes_text(database_url: str) -> bool:
+    """Whether the search index of ``database_url``'s backend takes each page's terms
+    as one text (:func:`~topicspider.search.terms.document_text`: SQLite's FTS5), which
+    the page analysis then builds, rather than as counts."""
+    return scheme_of(database_url) == SQLITE.name
 
 
 @dataclass
@@ -75,26 +82,31 @@ class Results:
     offset: int = 0
 
 
-def pages_terms(pages: Sequence[PageItem]) -> list[Mapping[str, int]]:
-    """The index terms of each page: those the page analysis worked out, else its own
-    title's and text's. Called before the writing transaction, which then holds its
-    locks for the writes alone."""
-    return [page.search_terms if page.search_terms is not None else document_terms(page.title, page.text)
+def pages_terms(pages: Sequence[PageItem], dialect: Dialect) -> list[IndexTerms]:
+    """The index terms of each page: those the page analysis worked out, in a form
+    ``dialect``'s index takes, else its own title's and text's. Called before the
+    writing transaction, which then holds its locks for the writes alone."""
+    takes_text = dialect.name == SQLITE.name
+    return [page.search_terms
+            if page.search_terms is not None and (takes_text or not isinstance(page.search_terms, str))
+            else document_terms(page.title, page.text)
             for page in pages]
 
 
-def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, Mapping[str, int]]]) -> None:
+def index_pages(cursor: Any, dialect: Dialect, pages: Sequence[tuple[int, IndexTerms]]) -> None:
     """(Re)index ``pages``, given as (page id, its :func:`pages_terms`), inside the
     caller's transaction."""
     # A page stored twice in one batch: its last copy. Only counted, non-empty terms, so
-    # that both backends index (and measure lengths) alike.
-    latest = {page_id: {term: count for term, count in counts.items() if term and count > 0}
-              for page_id, counts in pages}
+    # that both backends index (and measure lengths) alike (document_text keeps them
+    # only, too).
+    latest = {page_id: terms if isinstance(terms, str) else {term: count for term, count in terms.items()
+                                                             if term and count > 0}
+              for page_id, terms in pages}
     if latest:
         index_tables(dialect).write(cursor, latest)
 
 
-def update_index(cursor: Any, dialect: Dialect, ids: list[int], terms: list[Mapping[str, int]] | None) -> None:
+def update_index(cursor: Any, dialect: Dialect, ids: list[int], terms: list[IndexTerms] | None) -> None:
     """The index of pages just stored, inside their transaction: ``ids`` and ``terms``
     (their :func:`pages_terms`) in the pages' order; ``terms`` None (``SEARCH_INDEX``
     off) takes them out of it, since an older copy's index would no longer fit."""

@@ -41,6 +41,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from topicspider.search.terms import IndexTerms
 from topicspider.storage import chunks
 from topicspider.storage.dialect import MYSQL
 
@@ -73,6 +74,12 @@ SEGMENT_COLUMNS = (("search_segments", "segment"), ("search_dead", "segment"), (
 def tier_of(pages: int) -> int:
     """A segment's tier: the order of magnitude of its page count."""
     return int(math.log10(pages)) if pages > 0 else 0
+
+
+def _counts(terms: IndexTerms) -> Mapping[str, int]:
+    if isinstance(terms, str):  # a page's terms are counted for this index (pages_terms)
+        raise TypeError("the segments' index takes a page's term counts, not its FTS5 text")
+    return terms
 
 
 def segment_postings(pages: Mapping[int, Mapping[str, int]], segment: int) -> dict[str, bytes]:
@@ -130,8 +137,9 @@ class SegmentIndex:
 
     # Writing
 
-    def write(self, cursor: Any, pages: Mapping[int, Mapping[str, int]]) -> None:
-        ids = list(pages)
+    def write(self, cursor: Any, pages: Mapping[int, IndexTerms]) -> None:
+        counted = {page_id: _counts(terms) for page_id, terms in pages.items()}
+        ids = list(counted)
         self.remove(cursor, ids)
         cursor.execute("INSERT INTO search_segment_info (tier, pages, live) VALUES (%s, %s, %s)",
                        (tier_of(len(ids)), len(ids), len(ids)))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from itertools import chain
 
@@ -31,6 +31,17 @@ INDEX_MAX_CHARS = 50_000
 TERM_MAX_CHARS = 40
 # The index's segmenter, whatever TOPIC_SEGMENTER says: an index is cut one way.
 SEARCH_SEGMENTER = "rjieba"
+# ASCII characters other than letters and digits separate tokens in FTS5's ascii
+# tokenizer (and some are query syntax): each becomes a character of Unicode's private
+# use area, which that tokenizer keeps inside a token. The stored tokens are made so:
+# changing this encoding needs a schema migration that rewrites them.
+_PRIVATE_USE = 0xE000
+_ENCODED = {code: chr(_PRIVATE_USE + code) for code in range(128) if not chr(code).isalnum()}
+
+# A page's index terms: each term's weighted count, or those counts as the one text
+# SQLite's FTS5 index takes (document_text), which the page-analysis process builds so
+# that the crawler's own process, where the reactor runs, does not.
+IndexTerms = dict[str, int] | str
 
 _segmenter_lock = threading.Lock()
 
@@ -72,6 +83,16 @@ def _weighted(text: Counter[str], title: Counter[str]) -> Counter[str]:
     for term, occurrences in title.items():
         text[term] += TITLE_WEIGHT * occurrences
     return Counter({term: n for term, n in text.items() if len(term) <= TERM_MAX_CHARS})
+
+
+def fts_token(term: str) -> str:
+    """``term`` as one FTS5 token (ASCII punctuation and spaces moved out of ASCII)."""
+    return term.translate(_ENCODED)
+
+
+def document_text(counts: Mapping[str, int]) -> str:
+    """A page's index terms, each repeated its count: what FTS5 indexes for it."""
+    return " ".join(" ".join([fts_token(term)] * count) for term, count in counts.items() if term and count > 0)
 
 
 def query_terms(query: str, backend: str = SEARCH_SEGMENTER) -> list[str]:

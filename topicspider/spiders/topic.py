@@ -86,6 +86,7 @@ from topicspider.signals import (
     page_scored,
     site_quarantined,
 )
+from topicspider.search.index import indexes_text
 from topicspider.topic.score import Relevance, Topic
 from topicspider.topic.topicfile import encode_topic
 from topicspider.urls import BadURL, canonical_url, has_public_suffix, mask_url, request_url, site_of
@@ -191,6 +192,7 @@ class TopicSpider(scrapy.Spider):
             follow_all=get_bool(settings, "TOPIC_FOLLOW_ALL"),
             best_first=get_bool(settings, "TOPIC_BEST_FIRST"),
             search_index=get_bool(settings, "SEARCH_INDEX"),
+            index_text=indexes_text(settings.get("DATABASE_URL") or ""),
             store_all=get_bool(settings, "TOPIC_STORE_ALL"),
             content_digest=get_bool(settings, "DUPLICATE_CONTENT"),
             simhash=near_distance_from(settings) is not None,

@@ -103,9 +103,14 @@ def write_isolating(store: Store, pages: Sequence[PageItem]) -> BatchOutcome:
     return write_isolating(store, pages[:middle]) + write_isolating(store, pages[middle:])
 
 
+def scheme_of(database_url: str) -> str:
+    """The backend's name in ``database_url`` (``mysql`` for ``mysql+pymysql://``)."""
+    return urlsplit(database_url).scheme.lower().split("+", 1)[0]
+
+
 def backend_for(database_url: str) -> Callable[..., Store]:
     """The backend class for ``database_url``; :class:`ConfigError` for an unknown scheme."""
-    scheme = urlsplit(database_url).scheme.lower().split("+", 1)[0]
+    scheme = scheme_of(database_url)
     target = BACKENDS.get(scheme)
     if target is None:
         known = ", ".join(f"{name}://" for name in sorted(BACKENDS))

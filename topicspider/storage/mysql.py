@@ -453,7 +453,7 @@ class MySQLStore(_Connected):
 
     def write_pages(self, items: Sequence[PageItem]) -> int:
         pages, aliases = split_aliases(items)
-        terms = pages_terms(pages) if self.index else None
+        terms = pages_terms(pages, MYSQL) if self.index else None
         result: int = self._run(self._write, pages, aliases, terms)
         if terms:
             self.merge_index()

@@ -218,7 +218,7 @@ class SQLiteStore:
 
     def _write(self, items: Sequence[PageItem]) -> int:
         pages, aliases = split_aliases(items)
-        terms = pages_terms(pages) if self.index else None
+        terms = pages_terms(pages, SQLITE) if self.index else None
         cursor = self.connection.cursor()
         cursor.execute("BEGIN IMMEDIATE")
         try:
