@@ -247,6 +247,27 @@ def test_the_workers_start_as_the_spider_is_created_before_the_crawl_opens(tmp_p
         spider.pages.close()
 
 
+def test_a_background_page_is_read_for_the_topic_and_its_links_only(tmp_path: Path) -> None:
+    """Its digest and SimHash went unused, at half a millisecond a page."""
+    settings = get_project_settings().copy_to_dict()
+    settings.update({"DATABASE_URL": f"sqlite:///{tmp_path / 'crawl.db'}", "TWISTED_REACTOR": None, "PAGE_PROCESSES": 0})
+    if not is_reactor_installed():
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+    crawler = get_crawler(TopicSpider, settings)
+    spider = TopicSpider.from_crawler(crawler, seeds="http://127.0.0.1:9/", train="http://127.0.0.1:9/a.html")
+    try:
+        assert spider.topic_builder is not None
+        rules = spider.topic_builder.sampling_rules
+        html = page_html("电子表格", "".join(f"第 {line} 行：{ON_TOPIC}" for line in range(40)), ["a.html"])
+        sampled, crawled = analyse_page(page(html), rules), analyse_page(page(html), spider.rules)
+    finally:
+        spider.pages.close()
+    assert sampled.content_digest is None and sampled.simhash is None and sampled.search_terms is None
+    assert crawled.content_digest is not None and crawled.simhash is not None, "the crawl's own reading has them"
+    assert sampled.terms is not None and sampled.blocks and [link.url for link in sampled.links] == [
+        link.url for link in crawled.links]
+
+
 def test_new_rules_reach_every_worker_and_only_pages_sent_after_them() -> None:
     result = run_pool("update")
     assert result["before_blocks"] == [[]] * 8

@@ -441,10 +441,12 @@ class TopicBuilder:
         self.backend: str = settings.get("TOPIC_SEGMENTER")
         user_dict = settings.get("TOPIC_USER_DICT") or ""
         self.segmenter = Segmenter(self.backend, keep=read_user_dict(Path(user_dict)) if user_dict else [])
-        # Background pages are read for their blocks and all their links, nothing stored;
-        # for a topic to learn, their words are counted in the same pass.
+        # Background pages are read for their blocks and all their links, nothing stored
+        # (no index terms, digest or SimHash); for a topic to learn, their words are
+        # counted in the same pass.
         learns = arguments.saved is None and arguments.keywords is None
-        self.sampling_rules = replace(rules, topic=None, search_index=False, keep_blocks=True, follow_all=True,
+        self.sampling_rules = replace(rules, topic=None, search_index=False, content_digest=False, simhash=False,
+                                      keep_blocks=True, follow_all=True,
                                       count_terms=(self.segmenter, self.max_chars) if learns else None)
         # Pages are scored in this process only without page-analysis processes.
         self.scores_here = get_int(settings, "PAGE_PROCESSES") == 0
