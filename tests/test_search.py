@@ -352,6 +352,8 @@ def test_only_sqlite_urls_index_text() -> None:
 
 def test_the_fts5_text_repeats_each_term_its_count_as_one_token() -> None:
     assert document_text({"新闻": 2, "c++": 1, "a b": 1, "none": 0, "": 3}) == "新闻 新闻 c\ue02b\ue02b a\ue020b"
+    assert document_text({"中文abc3": 1, "a·b": 2, "x.y": 1}) == "中文abc3 a·b a·b x\ue02ey"
+    assert document_text({}) == ""
 
 
 def test_a_page_that_becomes_an_alias_leaves_the_index(store: Store) -> None:
