@@ -226,3 +226,23 @@ def test_term_counts_count_what_terms_finds_cold_warm_and_past_the_cache(backend
         assert search == Counter(segmenter._terms(segmenter._loaded().cut_for_search(text)))
         assert segmenter.search_counts_of_tokens(segmenter.tokens(text)) == search
         assert set(segmenter.term_counts(text)) <= set(search)
+
+
+@pytest.mark.parametrize("backend", ["jieba", "rjieba"])
+def test_an_english_keyword_does_not_split_the_longer_words_that_hold_it(backend):
+    """A keyword added to jieba's dictionary as such split every longer run of letters
+    that starts with it: with "sheet" kept, "sheets" became "sheet" and "s", so a topic
+    counted "sheet" on a page that only says "sheets" (and "document" in the title of
+    every page of a site whose titles end in "documentation"), and the search index,
+    cut with the same dictionary, lost "spreadsheets". A run of letters and digits is
+    never split without the dictionary, so such a keyword is not added to it."""
+    from topicspider.search.terms import document_terms
+
+    topic = Topic(keywords_lexicon(["sheet", "grubcfg", "c++", "云原生平台"]), Segmenter(backend))
+    topic.segmenter.load()
+    text = "Spreadsheets and sheets; one sheet. grubcfgs, c++ 我们的云原生平台"
+    assert topic.segmenter.count(text, topic.lexicon.weights) == Counter(
+        {"sheet": 1, "c++": 1, "云原生平台": 1})
+    assert {"spreadsheets", "sheets", "grubcfgs"} <= set(topic.segmenter.terms(text))
+    assert topic.relevance("Sheets documentation", []).score == 0.0
+    assert {"spreadsheets", "sheets", "grubcfgs"} <= set(document_terms("", text)), "the index cuts the same way"

@@ -7,8 +7,8 @@ string, every term repeated its weighted count and separated by spaces
 during a crawl). FTS5's ``ascii`` tokenizer then splits on spaces only, since every
 ASCII character that is not a letter or digit is first moved into Unicode's private use
 area (:func:`fts_token`): ``c++`` and ``utf-8`` stay whole terms, and a term can never
-be an FTS5 query operator. The postings, their compression and BM25 are FTS5's, in C: writing a page is one row,
-where the plain-table index wrote one row per distinct term.
+be an FTS5 query operator. The postings, their compression and BM25 are FTS5's, in C:
+writing a page is one row, where the plain-table index wrote one row per distinct term.
 
 Ranking keeps the index's BM25 with Lucene's always-positive IDF (FTS5's own ``bm25()``
 weighs a term found on more than half the pages at 1e-6): each query term is ranked

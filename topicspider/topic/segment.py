@@ -40,6 +40,10 @@ ASCII_RUNS = re.compile(r"[A-Za-z0-9]+(?:\.\d+)?%?|[^A-Za-z0-9]")
 # The runs rjieba keeps whole and jieba splits: letters and digits joined by the
 # punctuation both segmenters count as part of a word.
 JOINED_ASCII = re.compile(r"[A-Za-z0-9]+(?:[+#&._%-]+[A-Za-z0-9]+)+")
+# A run of letters and digits, which both segmenters keep whole with no help: in their
+# dictionary, such a word would split every longer run that starts with it ("sheet"
+# out of "sheets", "document" out of "documentation").
+PLAIN_ASCII = re.compile(r"[A-Za-z0-9]+")
 
 _load_lock = threading.Lock()
 
@@ -172,7 +176,8 @@ class Segmenter:
         with _load_lock:
             backend = _backend(self.backend)
             for word in self._pending_words:
-                backend.add_word(word)
+                if not PLAIN_ASCII.fullmatch(word):
+                    backend.add_word(word)
                 self.keep.add(word.lower())
             self._added_words += self._pending_words
             self._pending_words = []
