@@ -17,7 +17,7 @@ from tests.console_tools import chromium, running_console, text_of, texts_of, wa
 from topicspider.console.app import ConsoleConfig, create_app
 from topicspider.items import PageItem
 from topicspider.localsite import generate_site
-from topicspider.search.fts5 import fts_token
+from topicspider.search.terms import fts_token
 from topicspider.runner import scrapy_command
 from topicspider.storage import open_store
 from topicspider.storage.crawls import WorkerStatus, put_status

@@ -33,7 +33,6 @@ def middleware() -> SafeMetaRefreshMiddleware:
     ('<meta http-equiv="&#0114efresh" content="0; url=/x">', "utf-8"),  # no semicolon
     ('<meta http-equiv="refresh" content="0; url=/x">', "utf-16"),  # no ASCII bytes to look for
     ('<meta http-equiv="refresh" content="0; url=/x">', "utf-32"),
-    ('<meta http-equiv="refresh" content="0; url=/x">', "utf-7"),
 ])
 def test_a_refresh_is_followed_however_it_is_spelt_or_encoded(middleware, head: str, encoding: str) -> None:
     request, response = respond(head, encoding)
@@ -55,3 +54,18 @@ def test_only_the_start_scrapy_reads_is_looked_at() -> None:
     late = b"<html><body>" + b"x" * REFRESH_WINDOW_BYTES + b'<meta http-equiv="refresh" content="0; url=/x">'
     assert not may_refresh(late, "utf-8")
     assert may_refresh(late, "utf-16"), "an encoding that does not write ASCII as ASCII is searched as Scrapy does"
+
+
+@pytest.mark.parametrize("body", [
+    '<html><head><meta http-equiv="r\0efresh" content="0; url=/x"></head></html>'.encode(),
+    '<html><head><meta http-equiv="&#11\x004;efresh" content="0; url=/x"></head></html>'.encode(),
+    # UTF-16 with no BOM, taken for a single-byte encoding: a NUL after every letter.
+    '<html><head><meta http-equiv="refresh" content="0; url=/x"></head></html>'.encode("utf-16-le"),
+])
+def test_a_refresh_spelt_with_nul_characters_is_followed_as_scrapy_reads_it(middleware, body: bytes) -> None:
+    request = Request(URL)
+    response = HtmlResponse(URL, body=body, encoding="cp1252", request=request)
+
+    followed = middleware.process_response(request, response)
+
+    assert isinstance(followed, Request) and followed.url == "http://a.cn/x"

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Scrapy looks for a refresh in the first 4096 characters of a page's text; no
-# encoding takes more than 16 bytes for a character, escapes and shifts included.
+# Scrapy looks for a refresh in the first 4096 characters of a page's text: 16 bytes a
+# character is more than any encoding takes but for escapes repeated to no purpose.
 REFRESH_WINDOW_BYTES = 4096 * 16
 # w3lib replaces character references before it looks, so that &#114;efresh is a
 # refresh too: a reference to a letter of the word, in either case (the bytes are
@@ -49,7 +49,10 @@ def may_refresh(body: bytes, encoding: str) -> bool:
     nor with a character reference to one of its letters."""
     if not _writes_ascii_as_ascii(encoding):
         return True
-    start = body[:REFRESH_WINDOW_BYTES].lower()
+    # The search w3lib hands over to skips NUL characters (r\0efresh is a refresh), and
+    # so reads a UTF-16 page taken for a single-byte one, or with a BOM that Scrapy
+    # decodes it by whatever the encoding says.
+    start = body[:REFRESH_WINDOW_BYTES].replace(b"\0", b"").lower()
     return b"refresh" in start or _LETTER_REFERENCE.search(start) is not None
 
 

@@ -147,9 +147,9 @@ class SegmentIndex:
         escape = cursor.connection.escape
         _insert_rows(cursor, "INSERT INTO search_segments (term, segment, postings) VALUES ",
                      (f"({escape(term)},{segment},X'{postings.hex()}')"
-                      for term, postings in segment_postings(pages, segment).items()))
+                      for term, postings in segment_postings(counted, segment).items()))
         cursor.executemany("INSERT INTO search_index_pages (page_id, length, batch, segment) VALUES (%s, %s, %s, %s)",
-                           [(page_id, sum(counts.values()), segment, segment) for page_id, counts in pages.items()])
+                           [(page_id, sum(counts.values()), segment, segment) for page_id, counts in counted.items()])
 
     def remove(self, cursor: Any, ids: list[int]) -> None:
         """Take ``ids`` out of the index: their postings become dead, and a segment

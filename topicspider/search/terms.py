@@ -41,7 +41,7 @@ _ENCODED = {code: chr(_PRIVATE_USE + code) for code in range(128) if not chr(cod
 # A page's index terms: each term's weighted count, or those counts as the one text
 # SQLite's FTS5 index takes (document_text), which the page-analysis process builds so
 # that the crawler's own process, where the reactor runs, does not.
-IndexTerms = dict[str, int] | str
+IndexTerms = Mapping[str, int] | str
 
 _segmenter_lock = threading.Lock()
 

@@ -275,7 +275,8 @@ class Segmenter:
 
     def count(self, text: str, vocabulary: Collection[str]) -> Counter[str]:
         """How often each word of ``vocabulary`` (lower-case terms, added to the
-        dictionary as such) occurs in ``text``.
+        dictionary as such, but for runs of ASCII letters and digits, which both
+        segmenters keep whole anyway) occurs in ``text``.
 
         The words :meth:`terms` would find, with a set look-up per token only, since a
         topic holds terms only; the text is lower-cased before the cut, so that a keyword
