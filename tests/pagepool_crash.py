@@ -5,7 +5,7 @@ killing their workers, those of a third read (``hostile``); or workers that can 
 start once a page has killed one (``nostart``); or (``update``) pages read by two
 workers before and after the pool's rules change; or (``inline``) a pool without
 workers getting ready; or (``ready``) a pool of two workers, one slow to start, getting
-ready; prints what came back as JSON."""
+ready; or (``learn``) a topic learnt in a worker; prints what came back as JSON."""
 
 from __future__ import annotations
 
@@ -175,9 +175,40 @@ async def ready() -> dict[str, Any]:
     return {"loaded": len(loaded)}
 
 
+async def learn_in_a_worker() -> dict[str, Any]:
+    """A trained topic learnt by a worker: this process loads no dictionary, and the
+    topic is the one learnt here."""
+    from topicspider.topic import segment
+    from topicspider.topic.learn import Learning, SampledPage, learn
+    from topicspider.topic.template import SiteTemplates
+
+    def sampled(name: str, text: str) -> SampledPage:
+        return SampledPage(f"http://www.example.cn/{name}.html", "example.cn", name, [text])
+
+    spreadsheets = "电子表格里，公式引用单元格，单元格的值随公式更新。"
+    weather = "明天多云转晴，气温回升，午后有雷阵雨。"
+    learning = Learning("centroid", [sampled(f"s{number}", spreadsheets * (number + 1)) for number in range(3)],
+                        ["s0", "s1", "s2"], [], [sampled(f"b{number}", weather * (number + 1)) for number in range(4)],
+                        [], SiteTemplates(), None, 4.0, 1.0, 20.0, 100, 0.9, 10_000, 5)
+    pool = PagePool(SimpleNamespace(stats=Stats()), 1, TIMEOUT)  # type: ignore[arg-type]
+    pool.start(PageRules(), segmenter="rjieba")
+    await pool.ready()
+    try:
+        spec, topic = await pool.run(learn, learning, segment.Segmenter("rjieba"))
+    finally:
+        pool.close()
+    loaded_here = segment._backend.cache_info().currsize
+    here_spec, here_topic = learn(learning, segment.Segmenter("rjieba"))
+    return {"loaded_here": loaded_here, "same_threshold": topic.threshold == here_topic.threshold,
+            "same_samples": spec.samples == here_spec.samples, "background": len(spec.background),
+            "scores": [round(topic.relevance("", [text]).score, 6) for text in (spreadsheets, weather)]}
+
+
 async def main(mode: str) -> dict[str, Any]:
     if mode == "inline":
         return await inline()
+    if mode == "learn":
+        return await learn_in_a_worker()
     if mode == "ready":
         return await ready()
     if mode == "update":

@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from time import monotonic
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from scrapy import Request
@@ -59,17 +59,8 @@ from topicspider.storage.labels import (
     read_labels_file,
 )
 from topicspider.topic.lexicon import Lexicon, keywords_lexicon
-from topicspider.topic.score import (
-    KINDS,
-    Doc,
-    PageTerms,
-    Topic,
-    TopicSpec,
-    build_topic,
-    doc_without_template,
-    read_doc,
-    read_text_doc,
-)
+from topicspider.topic.learn import Learning, SampledPage, learn
+from topicspider.topic.score import KINDS, Topic, TopicSpec, build_topic
 from topicspider.topic.segment import Segmenter, check_segmenter_name, read_user_dict
 from topicspider.topic.template import learn_templates
 from topicspider.topic.topicfile import TopicFile, read_topic_file
@@ -328,15 +319,6 @@ class ResponseCache:
         return response
 
 
-@dataclass
-class SampledPage:
-    url: str
-    site: str
-    title: str
-    blocks: list[str]
-    terms: PageTerms | None = None  # counted as the page was read
-
-
 @dataclass(frozen=True)
 class Sampled:
     """What sampling one page gave: the page (None if it could not be had) and its links."""
@@ -417,9 +399,11 @@ class TopicBuilder:
     """Builds the :class:`Topic` when the crawl opens, off the reactor thread where slow."""
 
     def __init__(self, crawler: Crawler, arguments: TopicArguments, seeds: list[str], rules: PageRules,
-                 analyse: Callable[[Page], Awaitable[PageAnalysis]]) -> None:
+                 analyse: Callable[[Page], Awaitable[PageAnalysis]], run: Callable[..., Awaitable[Any]]) -> None:
         """``analyse`` reads a background page under :attr:`sampling_rules`: the crawl's
-        page-analysis processes, started with them while the topic is learnt."""
+        page-analysis processes, started with them while the topic is learnt; ``run``
+        calls a function in one of them (:func:`~topicspider.topic.learn.learn`, which
+        needs their dictionary)."""
         settings = crawler.settings
         check_topic_settings(settings)
         self.crawler = crawler
@@ -428,6 +412,7 @@ class TopicBuilder:
         self.seeds = seeds
         self.rules = rules
         self.analyse = analyse
+        self.run = run
         self.model: str = settings.get("TOPIC_MODEL")
         self.top_k = get_int(settings, "TOPIC_TOP_K")
         self.max_chars = get_int(settings, "TOPIC_MAX_CHARS")
@@ -455,14 +440,17 @@ class TopicBuilder:
 
     async def build(self) -> Topic:
         """Raise :class:`ConfigError` when a sample cannot be read or fetched."""
-        segmenter = self.segmenter
-        arguments = self.arguments
-        if arguments.trains or self.scores_here:
-            # Otherwise only the page-analysis processes cut text: each loads its own.
-            await to_thread(segmenter.load)
-        self.spec = await self._spec(segmenter)
+        if self.scores_here:
+            # Pages are cut in this process; otherwise only the page-analysis processes
+            # cut text (a trained topic's pages too, learn), each with its own dictionary.
+            await to_thread(self.segmenter.load)
+        gathered = await self._gather()
         started = monotonic()
-        topic = await to_thread(build_topic, self.spec, segmenter, self.max_chars, self.explain_terms)
+        if isinstance(gathered, Learning):
+            self.spec, topic = await self.run(learn, gathered, self.segmenter)
+        else:
+            self.spec = gathered
+            topic = await to_thread(build_topic, gathered, self.segmenter, self.max_chars, self.explain_terms)
         self._count("topic/train_seconds", round(monotonic() - started, 3))
         logger.info("Topic (%s, %s): threshold %.4f; the heaviest terms %s", topic.kind, self._origin(),
                     topic.threshold, ", ".join(term for term, _ in topic.top_terms(10)))
@@ -475,7 +463,9 @@ class TopicBuilder:
         return (f"{len(spec.samples)} samples, {len(spec.negatives)} negatives, "
                 f"{len(spec.background)} background pages")
 
-    async def _spec(self, segmenter: Segmenter) -> TopicSpec:
+    async def _gather(self) -> TopicSpec | Learning:
+        """A keyword topic's or a saved topic's spec; or what a trained topic is to be
+        learnt from."""
         arguments = self.arguments
         saved = arguments.saved.spec if arguments.saved is not None else None
         if saved is not None and not arguments.trains:
@@ -493,44 +483,9 @@ class TopicBuilder:
         if arguments.keywords is not None:
             return TopicSpec("lexicon", lexicon=arguments.keywords, templates=templates,
                              title_weight=self.title_weight, body_weight=self.body_weight)
-
-        block_terms: dict[str, Counter[str]] = {}
-
-        def doc_of(page: SampledPage) -> Doc:
-            content = templates.content(page.site, page.blocks)
-            if page.terms is not None:
-                doc = doc_without_template(segmenter, page.terms, content,
-                                           templates.template_blocks(page.site, page.blocks), block_terms,
-                                           self.max_chars)
-                if doc is not None:
-                    return doc
-            return read_doc(segmenter, page.title, content, self.max_chars)
-
-        def docs(pages: list[SampledPage]) -> list[Doc]:
-            return [doc_of(page) for page in pages]
-
-        def labelled_docs(relevant: bool) -> list[Doc]:
-            # Stored pages keep their text, not its blocks: the template comes out of it as
-            # text, and they bring no short blocks (a centroid's block terms) of their own.
-            return [read_text_doc(segmenter, page.title, templates.text_content(site_of(page.url), page.text),
-                                  self.max_chars)
-                    for page in labelled if page.relevant is relevant]
-
-        sample_docs, negative_docs, background_docs, labelled_yes, labelled_no = await to_thread(lambda: (
-            docs(samples), docs(negatives), docs(background), labelled_docs(True), labelled_docs(False)))
-        for source, doc in zip(arguments.samples, sample_docs, strict=True):
-            if not (doc.title or doc.body):
-                raise ConfigError(f"training sample {source} holds no words to learn from")
-        sources = [*arguments.samples, *(page.url for page in labelled if page.relevant)]
-        if saved is not None:
-            return replace(saved, samples=[*saved.samples, *sample_docs, *labelled_yes],
-                           sources=[*saved.sources, *sources], negatives=[*saved.negatives, *negative_docs, *labelled_no])
-        if not sample_docs and not labelled_yes:
-            raise ConfigError("nothing to learn the topic from: no sample, and no page labelled relevant")
-        return TopicSpec(self.model, samples=[*sample_docs, *labelled_yes], sources=sources,
-                         negatives=[*negative_docs, *labelled_no], background=background_docs, templates=templates,
-                         title_weight=self.title_weight, body_weight=self.body_weight,
-                         block_weight=self.block_weight, top_k=self.top_k, target_recall=self.target_recall)
+        return Learning(self.model, samples, list(arguments.samples), negatives, background, labelled, templates, saved,
+                        self.title_weight, self.body_weight, self.block_weight, self.top_k, self.target_recall,
+                        self.max_chars, self.explain_terms)
 
     async def _pages(self, sources: list[str], what: str) -> list[SampledPage]:
         results = await maybe_deferred_to_future(

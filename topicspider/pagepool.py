@@ -42,7 +42,7 @@ import pickle
 from collections import Counter
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer
@@ -54,10 +54,13 @@ from topicspider.pageworker import Analyse, analyse_in_worker, init_worker, work
 from topicspider.reactor_tools import deferred_from_future, to_thread
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
 # Seconds a worker may take to start (imports, dictionary), apart from PAGE_TIMEOUT.
 WORKER_START_TIMEOUT = 120.0
 # A page's future fails so when its pool breaks, is shut down, or the page runs too long.
@@ -204,6 +207,20 @@ class PagePool:
         if self._executor is None:
             await self._inline_ready()
         return await to_thread(self.analyse_function, page, self.rules)
+
+    async def run(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` in a worker, whose dictionaries are loaded (learning a
+        topic: cutting its pages' text in this process would load a dictionary of its own,
+        the GIL held, and keep it); on a thread of this process without workers, or when
+        they die. A worker may be started still: the call waits for it."""
+        executor = self._executor
+        if executor is not None:
+            try:
+                result: T = await maybe_deferred_to_future(deferred_from_future(executor.submit(function, *args)))
+                return result
+            except POOL_FAILURES as exc:
+                self._replace(executor, exc)
+        return await to_thread(function, *args)
 
     async def _submit(self, executor: ProcessPoolExecutor, page: Page, processes: int) -> PageAnalysis:
         # A page waits its turn behind those already submitted: each earns it a timeout.

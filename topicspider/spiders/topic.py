@@ -217,7 +217,7 @@ class TopicSpider(scrapy.Spider):
         spider.topic_builder = None
         if spider.topic_arguments.wanted:
             spider.topic_builder = TopicBuilder(crawler, spider.topic_arguments, spider.seed_urls, spider.rules,
-                                                spider.pages.analyse_without_waiting)
+                                                spider.pages.analyse_without_waiting, spider.pages.run)
         # Load the Public Suffix List now: loading it at the first e-mail or domain
         # check would stall the reactor for ~70 ms in the middle of the crawl.
         has_public_suffix("example.com")
