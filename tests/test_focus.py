@@ -249,6 +249,23 @@ def test_bad_topic_settings_stop_before_any_request(mixed_site, serve, crawl, se
     assert site.requests() == []
 
 
+def test_a_sample_with_no_words_to_learn_from_ends_the_crawl_with_one_error(mixed_site, serve, crawl, tmp_path):
+    """Its terms are counted where the topic is learnt, in a page-analysis process: the
+    error comes back from there as the crawl's own."""
+    numbers = tmp_path / "numbers.txt"
+    numbers.write_text("12345 ！？ 67 的 了 the of\n", encoding="utf-8")
+    words = tmp_path / "words.txt"
+    words.write_text("电子表格里的公式与单元格。\n", encoding="utf-8")
+    site = serve(mixed_site)
+    result = crawl(site.url + "/", train=f"{words},{numbers}")
+
+    assert result.returncode == 2, result.stderr[-2000:]
+    errors = [line for line in result.stderr.splitlines() if "topicspider: error:" in line or "Traceback" in line]
+    assert len(errors) == 1, errors
+    assert errors[0].endswith(f"topicspider: error: training sample {numbers} holds no words to learn from")
+    assert not result.pages(), "no page crawled"
+
+
 def test_training_samples_must_be_html_or_text_files(mixed_site, serve, crawl, tmp_path):
     sample = tmp_path / "report.pdf"
     sample.write_bytes(b"%PDF-1.4")
