@@ -59,6 +59,8 @@ def _query_string(term: str) -> str:
 class Fts5Index:
     """The search index's operations for :mod:`topicspider.search.index`, on SQLite."""
 
+    takes_text = True  # a page's terms as document_text, which the page analysis builds
+
     @staticmethod
     def write(cursor: Any, pages: Mapping[int, IndexTerms]) -> None:
         Fts5Index.remove(cursor, list(pages))

@@ -35,6 +35,8 @@ MERGE_FAILED = "search index: merging segments failed (tried again after the nex
 class IndexTables(Protocol):
     """One backend's search index (its tables, written and read in the caller's transaction)."""
 
+    takes_text: bool  # a page's terms as document_text, or as counts
+
     def write(self, cursor: Any, pages: Mapping[int, IndexTerms]) -> None: ...
     def remove(self, cursor: Any, ids: list[int]) -> None: ...
     def merge(self, cursor: Any) -> int: ...
@@ -86,7 +88,7 @@ def pages_terms(pages: Sequence[PageItem], dialect: Dialect) -> list[IndexTerms]
     """The index terms of each page: those the page analysis worked out, in a form
     ``dialect``'s index takes, else its own title's and text's. Called before the
     writing transaction, which then holds its locks for the writes alone."""
-    takes_text = dialect.name == SQLITE.name
+    takes_text = index_tables(dialect).takes_text
     return [page.search_terms
             if page.search_terms is not None and (takes_text or not isinstance(page.search_terms, str))
             else document_terms(page.title, page.text)

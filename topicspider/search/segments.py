@@ -132,6 +132,8 @@ class SegmentIndex:
     MySQL/MariaDB. An instance serves one search: the postings it has read are kept
     for the operations that follow in the same transaction."""
 
+    takes_text = False  # a page's terms as counts
+
     def __init__(self) -> None:
         self._postings: dict[str, dict[int, tuple[int, int]]] = {}  # term -> page -> (count, length)
 
