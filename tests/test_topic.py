@@ -145,7 +145,7 @@ def test_counting_finds_the_topic_terms_that_terms_would():
     vocabulary = {"excel", "公式", "单元格", "我们", "更"}
     segmenter = Segmenter(keep=vocabulary)
     text = "Excel 电子表格：公式引用单元格，公式随单元格更新。我们的公式"
-    counts = segmenter.count(text, vocabulary)
+    counts = segmenter.count_tokens(segmenter.tokens(text), vocabulary)
     terms = [term for term in segmenter.terms(text) if term in vocabulary]
     assert counts == Counter(terms) == Counter({"公式": 3, "单元格": 2, "excel": 1, "我们": 1})
 
@@ -241,8 +241,29 @@ def test_an_english_keyword_does_not_split_the_longer_words_that_hold_it(backend
     topic = Topic(keywords_lexicon(["sheet", "grubcfg", "c++", "云原生平台"]), Segmenter(backend))
     topic.segmenter.load()
     text = "Spreadsheets and sheets; one sheet. grubcfgs, c++ 我们的云原生平台"
-    assert topic.segmenter.count(text, topic.lexicon.weights) == Counter(
+    assert topic.segmenter.count_tokens(topic.segmenter.tokens(text.lower()), topic.lexicon.weights) == Counter(
         {"sheet": 1, "c++": 1, "云原生平台": 1})
     assert {"spreadsheets", "sheets", "grubcfgs"} <= set(topic.segmenter.terms(text))
     assert topic.relevance("Sheets documentation", []).score == 0.0
     assert {"spreadsheets", "sheets", "grubcfgs"} <= set(document_terms("", text)), "the index cuts the same way"
+
+
+@pytest.mark.parametrize("backend", ["jieba", "rjieba"])
+def test_a_keyword_topic_cuts_the_text_as_it_is_and_counts_tokens_whatever_their_case(backend):
+    """A keyword topic cut the lower-cased text, so that "iphone手机" is found in
+    "iPhone手机"; but jieba's dictionary holds words with capitals ("C语言", "T恤"),
+    which the lower-cased text split ("c" and "语言"), so the keyword "语言" was counted
+    inside "C语言" (as "表格" is not inside "电子表格"), and the page's search index, cut
+    from the text as it is, needed a second cut. The text is now cut as it is and each
+    token counted lower-cased; only a keyword that the cut finds in lower-cased text
+    alone (a cased letter beside a character jieba does not keep whole with it) makes
+    the topic cut lower-cased text."""
+    topic = Topic(keywords_lexicon(["debian", "policy", "电子表格", "sheet", "语言"]), Segmenter(backend))
+    assert not topic.cuts_lower_case
+    text = "Debian-Policy 的 DEBIAN 电子表格 Sheet sheets, 学习C语言"
+    counts = topic.segmenter.count_tokens(topic.segmenter.tokens(text), topic.lexicon.weights)
+    assert counts == Counter({"debian": 2, "policy": 1, "电子表格": 1, "sheet": 1})
+    assert {term for term, _ in topic.relevance("Debian 的 C语言", [text]).terms} == {"debian", "policy", "电子表格", "sheet"}
+    phones = Topic(keywords_lexicon(["iphone手机", "语言"]), Segmenter(backend))
+    assert phones.cuts_lower_case
+    assert dict(phones.relevance("新款iPhone手机", []).terms) == {"iphone手机": pytest.approx(4 / math.sqrt(2))}

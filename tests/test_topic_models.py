@@ -20,7 +20,7 @@ from topicspider.extract import extract_blocks, join_blocks
 from topicspider.focus import BackgroundSampler, ResponseCache
 from topicspider.storage.labels import read_labels_file
 from topicspider.topic import centroid
-from topicspider.topic.lexicon import Lexicon, train_lexicon, without_negative_terms
+from topicspider.topic.lexicon import Lexicon, keywords_lexicon, train_lexicon, without_negative_terms
 from topicspider.topic.score import (
     BLOCK_TERM,
     BLOCK_TERM_MAX_CHARS,
@@ -28,6 +28,7 @@ from topicspider.topic.score import (
     Doc,
     LexiconTopic,
     Relevance,
+    Topic,
     TopicSpec,
     build_topic,
     count_page_terms,
@@ -297,12 +298,15 @@ def test_centroid_weighs_what_sets_the_topic_apart_from_the_background(segmenter
     assert topic.background_kept == len(background) - 2
 
 
-def test_a_page_s_index_terms_come_from_the_cut_its_score_made(segmenter, monkeypatch):
+@pytest.mark.parametrize("kind", ["centroid", "keywords", "keywords found in lower case only"])
+def test_a_page_s_index_terms_come_from_the_cut_its_score_made(segmenter, monkeypatch, kind):
     """The page analysis counts a page's search index terms from the tokens its topic
     score cut, and the site template's blocks the score left out (cut once a process),
     not from a second cut of the page: the terms are those of its stored text, as
     ``scrapy reindex`` finds them; a page whose content is longer than the topic reads
-    is cut again, with the same terms."""
+    is cut again, with the same terms. A keyword topic cuts the text as the index does
+    unless a keyword is found in lower-cased text only ("iphone手机" in "iPhone手机"):
+    then the index cuts the page again, with the same terms."""
     cuts: Counter[str] = Counter()
 
     def counting(cutter: Segmenter) -> None:
@@ -318,16 +322,25 @@ def test_a_page_s_index_terms_come_from_the_cut_its_score_made(segmenter, monkey
 
         monkeypatch.setattr(cutter, "_backend", backend._replace(cut=cut, cut_for_search=cut_for_search))
 
+    footer = "版权所有 Spreadsheet Suite Inc."
+    templates = SiteTemplates({"a.cn": frozenset({NAV.lower(), footer.lower()})})
+    topic: Topic
+    if kind == "centroid":
+        topic = CentroidTopic(TopicSpec("centroid", samples=sectioned(SPREADSHEET, "电子表格"),
+                                        background=sectioned(WORDS, "文字处理"), templates=templates), segmenter,
+                              max_chars=200)
+    else:
+        keywords = ["电子表格", "公式", "spreadsheet", *(["iphone手机"] if kind.endswith("only") else [])]
+        topic = LexiconTopic(keywords_lexicon(keywords), segmenter, templates, max_chars=200)
+    cut_twice = kind.endswith("only")
+    # Once the keywords are in the dictionary, which loads it again.
     counting(segmenter)
     counting(search_segmenter())
     search_segmenter()._block_tokens.clear()
     search_segmenter()._search_terms.clear()
-    footer = "版权所有 Spreadsheet Suite Inc."
-    templates = SiteTemplates({"a.cn": frozenset({NAV.lower(), footer.lower()})})
-    topic = CentroidTopic(TopicSpec("centroid", samples=sectioned(SPREADSHEET, "电子表格"),
-                                    background=sectioned(WORDS, "文字处理"), templates=templates), segmenter, max_chars=200)
     rules = PageRules(topic=topic, threshold=topic.threshold, store_all=True)
-    for number, (body, cut_again) in enumerate([(SPREADSHEET[0], False), (WORDS[1] + " 公式函数 urllib.request", False),
+    for number, (body, cut_again) in enumerate([(SPREADSHEET[0], cut_twice),
+                                                (WORDS[1] + " 公式函数 urllib.request Spreadsheets", cut_twice),
                                                 ("单元格 公式 " * 40, True)]):
         cuts.clear()
         html = (f"<html><head><title>电子表格 {number}</title></head><body><div>{NAV}</div><h1>电子表格 {number}</h1>"
@@ -337,7 +350,7 @@ def test_a_page_s_index_terms_come_from_the_cut_its_score_made(segmenter, monkey
         assert analysis.search_terms == document_terms(analysis.title, analysis.text), number
         assert ("urllib" in analysis.search_terms) == (number == 1) and "公式" in analysis.search_terms
         assert (made[f"电子表格 {number}"] > 1) == cut_again, made
-        assert (NAV in made) == (number == 0), "the template's blocks: cut once, for the first page"
+        assert (NAV in made) == (number == 0 and not cut_twice), "the template's blocks: cut once, for the first page"
 
 
 def test_best_first_ranks_a_relevant_parent_above_an_irrelevant_one_below_0(segmenter):

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from topicspider.topic import centroid
 from topicspider.topic.lexicon import Lexicon, train_lexicon, without_negative_terms
-from topicspider.topic.segment import Segmenter
+from topicspider.topic.segment import Segmenter, found_in_lower_case_only
 from topicspider.topic.template import SiteTemplates
 
 KINDS = ("centroid", "lexicon")
@@ -82,11 +82,6 @@ class Doc:
 
     def merged(self) -> Counter[str]:
         return Counter(self.body) + Counter(self.title)
-
-
-def body_text(blocks: Sequence[str], max_chars: int) -> str:
-    """The first ``max_chars`` of a page's blocks, joined: what a topic reads of its body."""
-    return " ".join(blocks)[:max_chars]
 
 
 def short_blocks(blocks: Sequence[str], max_chars: int) -> frozenset[str]:
@@ -283,24 +278,39 @@ class LexiconTopic(Topic):
         self.threshold = threshold
         self.max_score = title_weight + body_weight
         segmenter.add_words(lexicon.weights)
+        # A keyword such as "iphone手机" is in the dictionary lower-cased: only the cut of
+        # lower-cased text finds it in "iPhone手机". Other topics cut the text as it is,
+        # as the search index does, so that the page's index terms come from this cut.
+        self.cuts_lower_case = any(map(found_in_lower_case_only, lexicon.weights))
 
     def relevance(self, title: str, blocks: Sequence[str], site: str = "") -> Relevance:
-        title_counts = self._count(title[: self.max_chars])
-        body_counts = self._count(body_text(self.templates.content(site, blocks), self.max_chars))
-        return self.relevance_of_counts(title_counts, body_counts)
+        return self.relevance_with_tokens(title, blocks, site)[0]
+
+    def relevance_with_tokens(self, title: str, blocks: Sequence[str], site: str = "") -> tuple[Relevance, PageTokens | None]:
+        text = " ".join(self.templates.content(site, blocks))
+        title_tokens, body_tokens = self._cut(title[: self.max_chars]), self._cut(text[: self.max_chars])
+        relevance = self.relevance_of_counts(self._count(title_tokens), self._count(body_tokens))
+        if self.cuts_lower_case:
+            return relevance, None
+        return relevance, PageTokens(title_tokens, body_tokens, len(title) <= self.max_chars and len(text) <= self.max_chars)
 
     def relevance_of_counts(self, title: Mapping[str, float], body: Mapping[str, float]) -> Relevance:
         contributions = lexicon_contributions(self.lexicon, title, body, self.title_weight, self.body_weight)
         return Relevance(sum(contributions.values()), heaviest(contributions, self.explain_terms))
 
     def similarity(self, text: str) -> float:
-        return counts_cosine(self._count(text[: self.max_chars]), self.lexicon) if text else 0.0
+        return counts_cosine(self._count(self._cut(text[: self.max_chars])), self.lexicon) if text else 0.0
 
     def weights(self) -> Mapping[str, float]:
         return self.lexicon.weights
 
-    def _count(self, text: str) -> Counter[str]:
-        return self.segmenter.count(text, self.lexicon.weights) if text else Counter()
+    def _cut(self, text: str) -> list[str]:
+        if not text:
+            return []
+        return self.segmenter.tokens(text.lower() if self.cuts_lower_case else text)
+
+    def _count(self, tokens: list[str]) -> Counter[str]:
+        return self.segmenter.count_tokens(tokens, self.lexicon.weights)
 
 
 class CentroidTopic(Topic):

@@ -45,6 +45,14 @@ JOINED_ASCII = re.compile(r"[A-Za-z0-9]+(?:[+#&._%-]+[A-Za-z0-9]+)+")
 # out of "sheets", "document" out of "documentation").
 PLAIN_ASCII = re.compile(r"[A-Za-z0-9]+")
 
+
+def found_in_lower_case_only(word: str) -> bool:
+    """Whether the cut finds the dictionary word ``word`` (lower-case) in lower-cased
+    text only: it holds a letter that has a case, and is no run of ASCII letters and
+    digits, which the segmenters keep whole whatever its case ("iphone手机", "node.js"
+    are such words; "sheet", "电子表格" are not)."""
+    return word.upper() != word and not PLAIN_ASCII.fullmatch(word)
+
 _load_lock = threading.Lock()
 
 
@@ -273,26 +281,28 @@ class Segmenter:
             tokens = _as_jieba_cuts(tokens)
         return [term for term in (token.strip().lower() for token in tokens) if self.is_term(term)]
 
-    def count(self, text: str, vocabulary: Collection[str]) -> Counter[str]:
+    def count_tokens(self, tokens: list[str], vocabulary: Collection[str]) -> Counter[str]:
         """How often each word of ``vocabulary`` (lower-case terms, added to the
         dictionary as such, but for runs of ASCII letters and digits, which both
-        segmenters keep whole anyway) occurs in ``text``.
+        segmenters keep whole anyway) occurs among ``tokens`` (:meth:`tokens`), whatever
+        their case.
 
-        The words :meth:`terms` would find, with a set look-up per token only, since a
-        topic holds terms only; the text is lower-cased before the cut, so that a keyword
-        such as ``iphone手机`` also matches ``iPhone手机``.
+        The words :meth:`terms` would find, with a look-up per distinct token only, since
+        a topic holds terms only: each is a term of its own, and so are the words inside
+        a run of ASCII letters and digits joined by punctuation that rjieba keeps whole
+        ("debian" in "debian-policy").
         """
-        text = text.lower()
-        tokens = Counter(self.tokens(text))  # counted in C
-        counts = Counter({term: tokens[term] for term in vocabulary if term in tokens})
+        counted = Counter(tokens)  # counted in C; each distinct token is seen to once
+        lowered: Counter[str] = Counter()
+        for token, count in counted.items():
+            lowered[token.lower()] += count
+        counts = Counter({term: lowered[term] for term in vocabulary if term in lowered})
         if self.backend == "rjieba":
-            # The words inside the runs rjieba kept whole ("debian" in "debian-policy"),
-            # found by one C-level search instead of a look at every token.
-            for run in set(JOINED_ASCII.findall(text)):
-                if run in tokens:
+            for run in [token for token in lowered if token.isascii() and not token.isalnum()]:
+                if JOINED_ASCII.fullmatch(run):
                     for piece in ASCII_RUNS.findall(run):
                         if piece in vocabulary:
-                            counts[piece] += tokens[run]
+                            counts[piece] += lowered[run]
         return counts
 
     def _loaded(self) -> Backend:
