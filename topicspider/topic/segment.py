@@ -287,22 +287,18 @@ class Segmenter:
         segmenters keep whole anyway) occurs among ``tokens`` (:meth:`tokens`), whatever
         their case.
 
-        The words :meth:`terms` would find, with a look-up per distinct token only, since
-        a topic holds terms only: each is a term of its own, and so are the words inside
-        a run of ASCII letters and digits joined by punctuation that rjieba keeps whole
-        ("debian" in "debian-policy").
+        The words :meth:`terms` would find, with a look-up per word of ``vocabulary``
+        only, since a topic holds terms only: each is a term of its own, and so are the
+        words inside a run of ASCII letters and digits joined by punctuation that rjieba
+        keeps whole ("debian" in "debian-policy").
         """
-        counted = Counter(tokens)  # counted in C; each distinct token is seen to once
-        lowered: Counter[str] = Counter()
-        for token, count in counted.items():
-            lowered[token.lower()] += count
+        lowered = Counter(map(str.lower, tokens))  # lower-cased and counted in C
         counts = Counter({term: lowered[term] for term in vocabulary if term in lowered})
         if self.backend == "rjieba":
-            for run in [token for token in lowered if token.isascii() and not token.isalnum()]:
-                if JOINED_ASCII.fullmatch(run):
-                    for piece in ASCII_RUNS.findall(run):
-                        if piece in vocabulary:
-                            counts[piece] += lowered[run]
+            for run in filter(JOINED_ASCII.fullmatch, lowered):
+                for piece in ASCII_RUNS.findall(run):
+                    if piece in vocabulary:
+                        counts[piece] += lowered[run]
         return counts
 
     def _loaded(self) -> Backend:
