@@ -267,3 +267,14 @@ def test_a_keyword_topic_cuts_the_text_as_it_is_and_counts_tokens_whatever_their
     phones = Topic(keywords_lexicon(["iphone手机", "语言"]), Segmenter(backend))
     assert phones.cuts_lower_case
     assert dict(phones.relevance("新款iPhone手机", []).terms) == {"iphone手机": pytest.approx(4 / math.sqrt(2))}
+
+
+@pytest.mark.parametrize("backend", ["jieba", "rjieba"])
+def test_a_decimal_keyword_is_counted_once(backend):
+    """rjieba keeps "python3.12" whole, as it keeps "debian-policy", and the words inside
+    such a run are counted too; but a decimal is one word to jieba, the run itself, which
+    was then counted a second time."""
+    topic = Topic(keywords_lexicon(["python3.12", "debian"]), Segmenter(backend))
+    text = "Python3.12 python3.12 debian-policy"
+    counts = topic.segmenter.count_tokens(topic.segmenter.tokens(text.lower()), topic.lexicon.weights)
+    assert counts == Counter({"python3.12": 2, "debian": 1})

@@ -47,11 +47,13 @@ PLAIN_ASCII = re.compile(r"[A-Za-z0-9]+")
 
 
 def found_in_lower_case_only(word: str) -> bool:
-    """Whether the cut finds the dictionary word ``word`` (lower-case) in lower-cased
-    text only: it holds a letter that has a case, and is no run of ASCII letters and
-    digits, which the segmenters keep whole whatever its case ("iphone手机", "node.js"
-    are such words; "sheet", "电子表格" are not)."""
+    """Whether the cut may find the dictionary word ``word`` (lower-case) in
+    lower-cased text only: it holds a letter that has a case, and is no run of ASCII
+    letters and digits, which both segmenters keep whole whatever its case. "iphone手机"
+    is such a word; so, to be safe, is "node.js", which rjieba keeps whole anyway;
+    "sheet" and "电子表格" are not."""
     return word.upper() != word and not PLAIN_ASCII.fullmatch(word)
+
 
 _load_lock = threading.Lock()
 
@@ -297,7 +299,8 @@ class Segmenter:
         if self.backend == "rjieba":
             for run in filter(JOINED_ASCII.fullmatch, lowered):
                 for piece in ASCII_RUNS.findall(run):
-                    if piece in vocabulary:
+                    # A decimal such as "python3.12" is a piece of its own, counted above.
+                    if piece != run and piece in vocabulary:
                         counts[piece] += lowered[run]
         return counts
 
