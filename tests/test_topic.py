@@ -255,8 +255,8 @@ def test_a_keyword_topic_cuts_the_text_as_it_is_and_counts_tokens_whatever_their
     which the lower-cased text split ("c" and "语言"), so the keyword "语言" was counted
     inside "C语言" (as "表格" is not inside "电子表格"), and the page's search index, cut
     from the text as it is, needed a second cut. The text is now cut as it is and each
-    token counted lower-cased; only a keyword that the cut finds in lower-cased text
-    alone (a cased letter beside a character jieba does not keep whole with it) makes
+    token counted lower-cased; only a keyword that the cut may find in lower-cased text
+    alone (a cased letter in a word that is no run of ASCII letters and digits) makes
     the topic cut lower-cased text."""
     topic = Topic(keywords_lexicon(["debian", "policy", "电子表格", "sheet", "语言"]), Segmenter(backend))
     assert not topic.cuts_lower_case

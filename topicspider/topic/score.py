@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from topicspider.topic import centroid
@@ -114,23 +114,27 @@ def read_doc(segmenter: Segmenter, title: str, blocks: Sequence[str], max_chars:
 
 @dataclass(frozen=True)
 class PageTokens:
-    """The tokens (:meth:`Segmenter.tokens`) a page's :class:`Doc` was counted from,
-    and whether its title and its blocks were read whole: the page's search index terms
-    are counted from them, not from a second cut of the page."""
+    """The tokens (:meth:`Segmenter.tokens`) a topic's score was counted from, and
+    whether the page's title and its blocks were read whole: the page's search index
+    terms are counted from them, not from a second cut of the page."""
 
     title: list[str]
     body: list[str]
     whole: bool
 
 
+def cut_page(cut: Callable[[str], list[str]], title: str, blocks: Sequence[str], max_chars: int) -> PageTokens:
+    """The first ``max_chars`` of a page's title and of its ``blocks`` joined, cut."""
+    text = " ".join(blocks)
+    return PageTokens(cut(title[:max_chars]), cut(text[:max_chars]), len(title) <= max_chars and len(text) <= max_chars)
+
+
 def read_doc_tokens(segmenter: Segmenter, title: str, blocks: Sequence[str], max_chars: int) -> tuple[Doc, PageTokens]:
     """:func:`read_doc`, and the tokens it was counted from."""
-    text = " ".join(blocks)
-    title_tokens = segmenter.tokens(title[:max_chars])
-    body_tokens = segmenter.tokens(text[:max_chars])
-    doc = Doc(segmenter.counts_of_tokens(title_tokens), segmenter.counts_of_tokens(body_tokens),
+    tokens = cut_page(segmenter.tokens, title, blocks, max_chars)
+    doc = Doc(segmenter.counts_of_tokens(tokens.title), segmenter.counts_of_tokens(tokens.body),
               short_blocks(blocks, max_chars))
-    return doc, PageTokens(title_tokens, body_tokens, len(title) <= max_chars and len(text) <= max_chars)
+    return doc, tokens
 
 
 # A page is counted whole while sampled when its text is at most this many times
@@ -287,12 +291,9 @@ class LexiconTopic(Topic):
         return self.relevance_with_tokens(title, blocks, site)[0]
 
     def relevance_with_tokens(self, title: str, blocks: Sequence[str], site: str = "") -> tuple[Relevance, PageTokens | None]:
-        text = " ".join(self.templates.content(site, blocks))
-        title_tokens, body_tokens = self._cut(title[: self.max_chars]), self._cut(text[: self.max_chars])
-        relevance = self.relevance_of_counts(self._count(title_tokens), self._count(body_tokens))
-        if self.cuts_lower_case:
-            return relevance, None
-        return relevance, PageTokens(title_tokens, body_tokens, len(title) <= self.max_chars and len(text) <= self.max_chars)
+        tokens = cut_page(self._cut, title, self.templates.content(site, blocks), self.max_chars)
+        relevance = self.relevance_of_counts(self._count(tokens.title), self._count(tokens.body))
+        return relevance, None if self.cuts_lower_case else tokens
 
     def relevance_of_counts(self, title: Mapping[str, float], body: Mapping[str, float]) -> Relevance:
         contributions = lexicon_contributions(self.lexicon, title, body, self.title_weight, self.body_weight)

@@ -290,9 +290,10 @@ class Segmenter:
         their case.
 
         The words :meth:`terms` would find, with a look-up per word of ``vocabulary``
-        only, since a topic holds terms only: each is a term of its own, and so are the
-        words inside a run of ASCII letters and digits joined by punctuation that rjieba
-        keeps whole ("debian" in "debian-policy").
+        only, since a topic holds terms only: each token is a term of its own, and so are
+        the words inside a run of ASCII letters and digits joined by punctuation that
+        rjieba keeps whole and jieba splits ("debian" in "debian-policy"; a run that
+        ends in punctuation, such as "node%", is not looked into).
         """
         lowered = Counter(map(str.lower, tokens))  # lower-cased and counted in C
         counts = Counter({term: lowered[term] for term in vocabulary if term in lowered})
